@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Interfaces between the parts of the gappace module. */
+#ifndef GAPPACE_H
+#define GAPPACE_H
+
+#include <linux/in6.h>
+#include <linux/netdevice.h>
+#include <linux/types.h>
+#include <net/sch_generic.h>
+
+/* A destination prefix, host bits cleared. */
+struct gp_prefix {
+	u8 family;	/* AF_INET or AF_INET6 */
+	u8 len;		/* prefix length in bits */
+	union {
+		__be32 v4;
+		struct in6_addr v6;
+	} addr;
+};
+
+struct gp_counters {
+	u64 data_packets;
+	u64 data_bytes;
+	u64 data_wire_bytes;
+	u64 gap_frames;
+	u64 gap_bytes;
+	u64 gap_wire_bytes;
+	u64 drops;
+};
+
+/* A copy of one rule, taken under the qdisc lock, for netlink replies. */
+struct gp_rule_info {
+	struct gp_prefix prefix;
+	u64 rate;
+	u64 achieved_rate;
+	u32 backlog;
+	struct gp_counters stats;
+};
+
+/* A copy of the qdisc's configuration and counters. */
+struct gp_qdisc_info {
+	u64 linkrate;
+	bool linkrate_auto;
+	u32 ifg;
+	u32 limit;
+	u32 rules;
+	u32 qlen;
+	u64 achieved_rate;
+	struct gp_counters stats;
+	u64 paced_packets;
+	u64 gso_segmented;
+	u64 idle_resyncs;
+	u64 gap_alloc_failures;
+};
+
+#define GP_RATE_MIN		1000ULL		/* bit/s */
+#define GP_MAX_RULES		65536
+
+/* qdisc.c */
+int gp_qdisc_register(void);
+void gp_qdisc_unregister(void);
+/* The gappace root qdisc of @dev, or NULL. Caller holds RTNL. */
+struct Qdisc *gp_qdisc_of(struct net_device *dev);
+void gp_prefix_mask(struct gp_prefix *prefix);
+int gp_rule_set(struct Qdisc *sch, const struct gp_prefix *prefix, u64 rate, bool create,
+		bool replace, struct netlink_ext_ack *extack);
+int gp_rule_del(struct Qdisc *sch, const struct gp_prefix *prefix, struct netlink_ext_ack *extack);
+/* Copies up to @max rules starting at position @first; returns how many. *@gen gets
+ * the rule-set generation, which changes whenever rules are added or removed. */
+unsigned int gp_rules_snapshot(struct Qdisc *sch, unsigned int first, struct gp_rule_info *out,
+			       unsigned int max, u32 *gen);
+void gp_qdisc_snapshot(struct Qdisc *sch, struct gp_qdisc_info *out);
+
+/* netlink.c */
+int gp_genl_register(void);
+void gp_genl_unregister(void);
+
+#endif /* GAPPACE_H */

@@ -1,0 +1,428 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * netlink.c - the `gappace` generic netlink family: flow rules and statistics.
+ *
+ * The family is specified in Documentation/netlink/gappace.yaml; the uapi
+ * header kmod/uapi/linux/gappace.h is the contract. Requests are validated
+ * strictly against the policies below (unknown attributes are rejected by the
+ * core), every error carries an extack message, and commands that change
+ * state need CAP_NET_ADMIN in the user namespace owning the netns
+ * (GENL_UNS_ADMIN_PERM). Handlers run under RTNL, which keeps the device and
+ * its root qdisc alive while we look at them.
+ */
+#include <linux/netdevice.h>
+#include <linux/rtnetlink.h>
+#include <linux/slab.h>
+#include <net/genetlink.h>
+#include <net/ipv6.h>
+#include <uapi/linux/gappace.h>
+
+#include "compat.h"
+#include "gappace.h"
+#include "pace_core.h"
+
+static struct netlink_range_validation gp_rule_rate_range = {
+	.min = GP_RATE_MIN, .max = GP_LINKRATE_MAX,
+};
+
+static const struct nla_policy gp_rule_policy[GAPPACE_A_RULE_MAX + 1] = {
+	[GAPPACE_A_RULE_DST_IPV4]	= NLA_POLICY_EXACT_LEN(sizeof(__be32)),
+	[GAPPACE_A_RULE_DST_IPV6]	= NLA_POLICY_EXACT_LEN(sizeof(struct in6_addr)),
+	[GAPPACE_A_RULE_PREFIX_LEN]	= NLA_POLICY_MAX(NLA_U8, 128),
+	[GAPPACE_A_RULE_RATE]		= NLA_POLICY_FULL_RANGE(NLA_U64, &gp_rule_rate_range),
+	[GAPPACE_A_RULE_STATS]		= { .type = NLA_REJECT,
+					    .reject_message = "statistics are read-only" },
+};
+
+static const struct nla_policy gp_policy[GAPPACE_A_MAX + 1] = {
+	[GAPPACE_A_IFINDEX]	= NLA_POLICY_MIN(NLA_U32, 1),
+	[GAPPACE_A_RULE]	= NLA_POLICY_NESTED(gp_rule_policy),
+	[GAPPACE_A_QDISC]	= { .type = NLA_REJECT,
+				    .reject_message = "qdisc settings are changed through tc (gapctl qdisc change)" },
+};
+
+static struct genl_family gp_genl_family;
+
+/* The gappace qdisc of the device named by @attr in @net. Caller holds RTNL. */
+static struct Qdisc *gp_lookup_qdisc(struct net *net, struct nlattr *attr,
+				     struct netlink_ext_ack *extack)
+{
+	struct net_device *dev = __dev_get_by_index(net, nla_get_u32(attr));
+	struct Qdisc *sch;
+
+	if (!dev) {
+		NL_SET_ERR_MSG_ATTR(extack, attr, "no device with this ifindex in this network namespace");
+		return ERR_PTR(-ENODEV);
+	}
+	sch = gp_qdisc_of(dev);
+	if (!sch) {
+		NL_SET_ERR_MSG_ATTR(extack, attr, "the device's root qdisc is not gappace");
+		return ERR_PTR(-ENOENT);
+	}
+	return sch;
+}
+
+static int gp_parse_prefix(struct nlattr *nest, struct nlattr **rb, struct gp_prefix *p,
+			   struct netlink_ext_ack *extack)
+{
+	struct gp_prefix masked;
+	unsigned int full;
+
+	if (rb[GAPPACE_A_RULE_DST_IPV4] && rb[GAPPACE_A_RULE_DST_IPV6]) {
+		NL_SET_ERR_MSG_ATTR(extack, rb[GAPPACE_A_RULE_DST_IPV6],
+				    "give either an IPv4 or an IPv6 destination, not both");
+		return -EINVAL;
+	}
+	memset(p, 0, sizeof(*p));
+	if (rb[GAPPACE_A_RULE_DST_IPV4]) {
+		p->family = AF_INET;
+		p->addr.v4 = nla_get_in_addr(rb[GAPPACE_A_RULE_DST_IPV4]);
+		full = 32;
+	} else if (rb[GAPPACE_A_RULE_DST_IPV6]) {
+		p->family = AF_INET6;
+		p->addr.v6 = nla_get_in6_addr(rb[GAPPACE_A_RULE_DST_IPV6]);
+		full = 128;
+	} else {
+		NL_SET_ERR_ATTR_MISS(extack, nest, GAPPACE_A_RULE_DST_IPV4);
+		NL_SET_ERR_MSG_MOD(extack, "the rule needs a destination (dst-ipv4 or dst-ipv6)");
+		return -EINVAL;
+	}
+	p->len = full;
+	if (rb[GAPPACE_A_RULE_PREFIX_LEN]) {
+		p->len = nla_get_u8(rb[GAPPACE_A_RULE_PREFIX_LEN]);
+		if (p->len > full) {
+			NL_SET_ERR_MSG_ATTR(extack, rb[GAPPACE_A_RULE_PREFIX_LEN],
+					    "prefix length exceeds the address length");
+			return -EINVAL;
+		}
+	}
+	masked = *p;
+	gp_prefix_mask(&masked);
+	if (memcmp(&masked, p, sizeof(masked))) {
+		NL_SET_ERR_MSG_MOD(extack, "the address has bits set beyond the prefix length");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int gp_rule_parse(struct genl_info *info, struct gp_prefix *prefix, u64 *rate,
+			 bool need_rate)
+{
+	struct nlattr *rb[GAPPACE_A_RULE_MAX + 1];
+	int err;
+
+	if (GENL_REQ_ATTR_CHECK(info, GAPPACE_A_IFINDEX) || GENL_REQ_ATTR_CHECK(info, GAPPACE_A_RULE))
+		return -EINVAL;
+	err = nla_parse_nested(rb, GAPPACE_A_RULE_MAX, info->attrs[GAPPACE_A_RULE], gp_rule_policy,
+			       info->extack);
+	if (err)
+		return err;
+	err = gp_parse_prefix(info->attrs[GAPPACE_A_RULE], rb, prefix, info->extack);
+	if (err)
+		return err;
+	if (!need_rate)
+		return 0;
+	if (NL_REQ_ATTR_CHECK(info->extack, info->attrs[GAPPACE_A_RULE], rb, GAPPACE_A_RULE_RATE)) {
+		NL_SET_ERR_MSG_MOD(info->extack, "the rule needs a rate");
+		return -EINVAL;
+	}
+	*rate = nla_get_u64(rb[GAPPACE_A_RULE_RATE]);
+	return 0;
+}
+
+static int gp_cmd_rule_new(struct sk_buff *skb, struct genl_info *info)
+{
+	u32 flags = info->nlhdr->nlmsg_flags;
+	struct gp_prefix prefix;
+	struct Qdisc *sch;
+	u64 rate;
+	int err;
+
+	err = gp_rule_parse(info, &prefix, &rate, true);
+	if (err)
+		return err;
+	rtnl_lock();
+	sch = gp_lookup_qdisc(genl_info_net(info), info->attrs[GAPPACE_A_IFINDEX], info->extack);
+	if (IS_ERR(sch))
+		err = PTR_ERR(sch);
+	else
+		err = gp_rule_set(sch, &prefix, rate, true, flags & NLM_F_REPLACE, info->extack);
+	rtnl_unlock();
+	return err;
+}
+
+static int gp_cmd_rule_del(struct sk_buff *skb, struct genl_info *info)
+{
+	struct gp_prefix prefix;
+	struct Qdisc *sch;
+	int err;
+
+	err = gp_rule_parse(info, &prefix, NULL, false);
+	if (err)
+		return err;
+	rtnl_lock();
+	sch = gp_lookup_qdisc(genl_info_net(info), info->attrs[GAPPACE_A_IFINDEX], info->extack);
+	if (IS_ERR(sch))
+		err = PTR_ERR(sch);
+	else
+		err = gp_rule_del(sch, &prefix, info->extack);
+	rtnl_unlock();
+	return err;
+}
+
+/* Opens the stats nest @type with the counters rules and qdiscs share; the
+ * caller may add more and must close it. NULL if the message is full. */
+static struct nlattr *gp_put_stats(struct sk_buff *skb, int type, const struct gp_counters *c,
+				   u64 achieved_rate, u32 backlog)
+{
+	struct nlattr *nest = nla_nest_start(skb, type);
+
+	if (!nest)
+		return NULL;
+	if (nla_put_u64_64bit(skb, GAPPACE_A_STATS_DATA_PACKETS, c->data_packets, GAPPACE_A_STATS_PAD) ||
+	    nla_put_u64_64bit(skb, GAPPACE_A_STATS_DATA_BYTES, c->data_bytes, GAPPACE_A_STATS_PAD) ||
+	    nla_put_u64_64bit(skb, GAPPACE_A_STATS_DATA_WIRE_BYTES, c->data_wire_bytes,
+			      GAPPACE_A_STATS_PAD) ||
+	    nla_put_u64_64bit(skb, GAPPACE_A_STATS_GAP_FRAMES, c->gap_frames, GAPPACE_A_STATS_PAD) ||
+	    nla_put_u64_64bit(skb, GAPPACE_A_STATS_GAP_BYTES, c->gap_bytes, GAPPACE_A_STATS_PAD) ||
+	    nla_put_u64_64bit(skb, GAPPACE_A_STATS_GAP_WIRE_BYTES, c->gap_wire_bytes,
+			      GAPPACE_A_STATS_PAD) ||
+	    nla_put_u64_64bit(skb, GAPPACE_A_STATS_DROPS, c->drops, GAPPACE_A_STATS_PAD) ||
+	    nla_put_u64_64bit(skb, GAPPACE_A_STATS_ACHIEVED_RATE, achieved_rate, GAPPACE_A_STATS_PAD) ||
+	    nla_put_u32(skb, GAPPACE_A_STATS_BACKLOG, backlog)) {
+		nla_nest_cancel(skb, nest);
+		return NULL;
+	}
+	return nest;
+}
+
+static int gp_fill_rule(struct sk_buff *skb, int ifindex, const struct gp_rule_info *r,
+			u32 portid, u32 seq, int flags)
+{
+	struct nlattr *rule, *stats;
+	void *hdr;
+
+	hdr = genlmsg_put(skb, portid, seq, &gp_genl_family, flags, GAPPACE_CMD_RULE_GET);
+	if (!hdr)
+		return -EMSGSIZE;
+	if (nla_put_u32(skb, GAPPACE_A_IFINDEX, ifindex))
+		goto cancel;
+	rule = nla_nest_start(skb, GAPPACE_A_RULE);
+	if (!rule)
+		goto cancel;
+	if (r->prefix.family == AF_INET) {
+		if (nla_put_in_addr(skb, GAPPACE_A_RULE_DST_IPV4, r->prefix.addr.v4))
+			goto cancel;
+	} else if (nla_put_in6_addr(skb, GAPPACE_A_RULE_DST_IPV6, &r->prefix.addr.v6)) {
+		goto cancel;
+	}
+	if (nla_put_u8(skb, GAPPACE_A_RULE_PREFIX_LEN, r->prefix.len) ||
+	    nla_put_u64_64bit(skb, GAPPACE_A_RULE_RATE, r->rate, GAPPACE_A_RULE_PAD))
+		goto cancel;
+	stats = gp_put_stats(skb, GAPPACE_A_RULE_STATS, &r->stats, r->achieved_rate, r->backlog);
+	if (!stats)
+		goto cancel;
+	nla_nest_end(skb, stats);
+	nla_nest_end(skb, rule);
+	genlmsg_end(skb, hdr);
+	return 0;
+cancel:
+	genlmsg_cancel(skb, hdr);
+	return -EMSGSIZE;
+}
+
+#define GP_DUMP_BATCH 16
+
+/* cb->args[0]: devices done; cb->args[1]: rules done on the current device. */
+static int gp_cmd_rule_dump(struct sk_buff *skb, struct netlink_callback *cb)
+{
+	struct nlattr **attrs = gp_dump_attrs(cb);
+	struct net *net = sock_net(skb->sk);
+	int only = attrs[GAPPACE_A_IFINDEX] ? nla_get_u32(attrs[GAPPACE_A_IFINDEX]) : 0;
+	struct gp_rule_info *batch;
+	struct net_device *dev;
+	long dev_pos = 0;
+	int err = 0;
+
+	batch = kmalloc_array(GP_DUMP_BATCH, sizeof(*batch), GFP_KERNEL);
+	if (!batch)
+		return -ENOMEM;
+
+	rtnl_lock();
+	if (only && !cb->args[0] && !cb->args[1]) {
+		struct Qdisc *sch = gp_lookup_qdisc(net, attrs[GAPPACE_A_IFINDEX], cb->extack);
+
+		if (IS_ERR(sch)) {
+			err = PTR_ERR(sch);
+			goto out;
+		}
+	}
+	for_each_netdev(net, dev) {
+		struct Qdisc *sch;
+		unsigned int n, i;
+		u32 gen;
+
+		if (only && dev->ifindex != only)
+			continue;
+		sch = gp_qdisc_of(dev);
+		if (!sch)
+			continue;
+		if (dev_pos++ < cb->args[0])
+			continue;
+		for (;;) {
+			n = gp_rules_snapshot(sch, cb->args[1], batch, GP_DUMP_BATCH, &gen);
+			for (i = 0; i < n; i++) {
+				if (gp_fill_rule(skb, dev->ifindex, &batch[i],
+						 NETLINK_CB(cb->skb).portid, cb->nlh->nlmsg_seq,
+						 NLM_F_MULTI))
+					goto out;	/* skb full: resume here */
+				cb->args[1]++;
+			}
+			if (n < GP_DUMP_BATCH)
+				break;
+		}
+		cb->args[0]++;
+		cb->args[1] = 0;
+	}
+out:
+	rtnl_unlock();
+	kfree(batch);
+	return err ? err : skb->len;
+}
+
+static int gp_fill_qdisc(struct sk_buff *skb, struct net_device *dev, struct Qdisc *sch,
+			 u32 portid, u32 seq, int flags)
+{
+	struct gp_qdisc_info info;
+	struct nlattr *qd, *stats;
+	void *hdr;
+
+	gp_qdisc_snapshot(sch, &info);
+	hdr = genlmsg_put(skb, portid, seq, &gp_genl_family, flags, GAPPACE_CMD_STATS_GET);
+	if (!hdr)
+		return -EMSGSIZE;
+	if (nla_put_u32(skb, GAPPACE_A_IFINDEX, dev->ifindex))
+		goto cancel;
+	qd = nla_nest_start(skb, GAPPACE_A_QDISC);
+	if (!qd)
+		goto cancel;
+	if (nla_put_u64_64bit(skb, GAPPACE_A_QDISC_LINKRATE, info.linkrate, GAPPACE_A_QDISC_PAD) ||
+	    (info.linkrate_auto && nla_put_flag(skb, GAPPACE_A_QDISC_LINKRATE_AUTO)) ||
+	    nla_put_u32(skb, GAPPACE_A_QDISC_IFG, info.ifg) ||
+	    nla_put_u32(skb, GAPPACE_A_QDISC_LIMIT, info.limit) ||
+	    nla_put_u32(skb, GAPPACE_A_QDISC_RULES, info.rules))
+		goto cancel;
+	stats = gp_put_stats(skb, GAPPACE_A_QDISC_STATS, &info.stats, info.achieved_rate, info.qlen);
+	if (!stats)
+		goto cancel;
+	if (nla_put_u64_64bit(skb, GAPPACE_A_STATS_PACED_PACKETS, info.paced_packets,
+			      GAPPACE_A_STATS_PAD) ||
+	    nla_put_u64_64bit(skb, GAPPACE_A_STATS_GSO_SEGMENTED, info.gso_segmented,
+			      GAPPACE_A_STATS_PAD) ||
+	    nla_put_u64_64bit(skb, GAPPACE_A_STATS_IDLE_RESYNCS, info.idle_resyncs,
+			      GAPPACE_A_STATS_PAD) ||
+	    nla_put_u64_64bit(skb, GAPPACE_A_STATS_GAP_ALLOC_FAILURES, info.gap_alloc_failures,
+			      GAPPACE_A_STATS_PAD))
+		goto cancel;
+	nla_nest_end(skb, stats);
+	nla_nest_end(skb, qd);
+	genlmsg_end(skb, hdr);
+	return 0;
+cancel:
+	genlmsg_cancel(skb, hdr);
+	return -EMSGSIZE;
+}
+
+static int gp_cmd_stats_get(struct sk_buff *skb, struct genl_info *info)
+{
+	struct net_device *dev;
+	struct sk_buff *msg;
+	struct Qdisc *sch;
+	int err;
+
+	if (GENL_REQ_ATTR_CHECK(info, GAPPACE_A_IFINDEX))
+		return -EINVAL;
+	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
+	if (!msg)
+		return -ENOMEM;
+	rtnl_lock();
+	sch = gp_lookup_qdisc(genl_info_net(info), info->attrs[GAPPACE_A_IFINDEX], info->extack);
+	if (IS_ERR(sch)) {
+		rtnl_unlock();
+		nlmsg_free(msg);
+		return PTR_ERR(sch);
+	}
+	dev = qdisc_dev(sch);
+	err = gp_fill_qdisc(msg, dev, sch, info->snd_portid, info->snd_seq, 0);
+	rtnl_unlock();
+	if (err) {
+		nlmsg_free(msg);
+		return err;
+	}
+	return genlmsg_reply(msg, info);
+}
+
+/* cb->args[0]: devices done. */
+static int gp_cmd_stats_dump(struct sk_buff *skb, struct netlink_callback *cb)
+{
+	struct net *net = sock_net(skb->sk);
+	struct net_device *dev;
+	long pos = 0;
+
+	rtnl_lock();
+	for_each_netdev(net, dev) {
+		struct Qdisc *sch = gp_qdisc_of(dev);
+
+		if (!sch || pos++ < cb->args[0])
+			continue;
+		if (gp_fill_qdisc(skb, dev, sch, NETLINK_CB(cb->skb).portid, cb->nlh->nlmsg_seq,
+				  NLM_F_MULTI))
+			break;
+		cb->args[0]++;
+	}
+	rtnl_unlock();
+	return skb->len;
+}
+
+static const struct genl_ops gp_genl_ops[] = {
+	{
+		.cmd	= GAPPACE_CMD_RULE_NEW,
+		.doit	= gp_cmd_rule_new,
+		.flags	= GENL_UNS_ADMIN_PERM,
+	},
+	{
+		.cmd	= GAPPACE_CMD_RULE_DEL,
+		.doit	= gp_cmd_rule_del,
+		.flags	= GENL_UNS_ADMIN_PERM,
+	},
+	{
+		.cmd	= GAPPACE_CMD_RULE_GET,
+		.dumpit	= gp_cmd_rule_dump,
+	},
+	{
+		.cmd	= GAPPACE_CMD_STATS_GET,
+		.doit	= gp_cmd_stats_get,
+		.dumpit	= gp_cmd_stats_dump,
+	},
+};
+
+static struct genl_family gp_genl_family __ro_after_init = {
+	.name		= GAPPACE_GENL_NAME,
+	.version	= GAPPACE_GENL_VERSION,
+	.maxattr	= GAPPACE_A_MAX,
+	.policy		= gp_policy,
+	.netnsok	= true,
+	.module		= THIS_MODULE,
+	.ops		= gp_genl_ops,
+	.n_ops		= ARRAY_SIZE(gp_genl_ops),
+};
+
+int gp_genl_register(void)
+{
+	return genl_register_family(&gp_genl_family);
+}
+
+void gp_genl_unregister(void)
+{
+	genl_unregister_family(&gp_genl_family);
+}

@@ -1,0 +1,984 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * qdisc.c - the gappace queueing discipline: wire-clock pacing with gap frames.
+ *
+ * Algorithm (the arithmetic lives in pace_core.h, shared with the unit tests):
+ *
+ *  - The qdisc is the root of an Ethernet device and keeps a *wire clock*:
+ *    the wire bytes (frame + FCS + preamble + IPG, minimum frame padded) of
+ *    everything it has handed to the device. While it has backlog it never
+ *    returns NULL from dequeue: if no data frame may go yet, it returns a gap
+ *    frame, an 802.3x PAUSE frame with pause_time 0 that the next switch
+ *    discards. The device then transmits back to back and the wire clock is
+ *    the real time of the wire, exact to the byte, without any timer.
+ *
+ *  - Flow rules map destination prefixes (longest match) to rates. Each rule
+ *    has its own FIFO and a schedule: after a frame of w wire bytes its next
+ *    frame may start w * linkrate / rate byte times after this frame's
+ *    scheduled start. Backlogged rules sit in an rbtree by that time; the
+ *    earliest one is served when its time has come (earliest deadline first).
+ *    Traffic matching no rule is unpaced and FIFO.
+ *
+ *  - dequeue: an eligible paced frame goes first (it has a deadline), then
+ *    unpaced traffic; if nothing may go, gap frames fill exactly the byte
+ *    times up to the earliest deadline. A remainder too short for a gap frame
+ *    (< 84 byte times) is carried into the next gap. Unpaced traffic keeps a
+ *    guaranteed share when paced rates are overcommitted (pace_core.h).
+ *
+ *  - IFG mode: option `ifg` puts ifg - 12 extra byte times of gap after every
+ *    data frame, paced or not (the device-wide pacing of PSPacer).
+ *
+ *  - Idle: when the queue was empty, the wire may have been idle. On the next
+ *    enqueue the clock moves forward to real time (ktime converted with the
+ *    link rate), never back; a rule that had nothing queued restarts from the
+ *    clock. Idle time thus neither accumulates credit (no burst) nor debt.
+ *
+ *  - GSO: packets of paced rules are segmented at enqueue so gaps sit between
+ *    MTU frames; unpaced GSO packets pass whole (their wire cost is counted
+ *    per segment).
+ *
+ *  - One TX queue: every frame is mapped to TX queue 0, so gaps and data share
+ *    one ring and leave in the order the qdisc chose. On a multi-queue NIC the
+ *    other queues stay unused while gappace is the root: that is the price of a
+ *    single wire clock (see Documentation/pacing.md).
+ *
+ * Locking: enqueue/dequeue run under the qdisc lock. Rule changes come from
+ * generic netlink under RTNL (which keeps the qdisc alive) and take the qdisc
+ * tree lock around the change.
+ */
+#include <linux/etherdevice.h>
+#include <linux/ethtool.h>
+#include <linux/if_arp.h>
+#include <linux/if_vlan.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/jhash.h>
+#include <linux/module.h>
+#include <linux/rbtree.h>
+#include <linux/skbuff.h>
+#include <linux/slab.h>
+#include <linux/timekeeping.h>
+#include <net/ipv6.h>
+#include <net/netlink.h>
+#include <net/pkt_sched.h>
+#include <net/sch_generic.h>
+#include <uapi/linux/gappace.h>
+
+#include "compat.h"
+#include "gappace.h"
+#include "pace_core.h"
+
+#define GP_RULE_HASH_BITS	8
+#define GP_LIMIT_DEFAULT	1000U
+#define GP_LIMIT_MAX		(1U << 20)
+
+/* IEEE 802.3x MAC control: PAUSE to the reserved multicast address. */
+static const u8 gp_pause_dst[ETH_ALEN] = { 0x01, 0x80, 0xc2, 0x00, 0x00, 0x01 };
+#define GP_PAUSE_OPCODE		0x0001
+
+struct gp_flow {
+	struct hlist_node hash_node;	/* in gp_sched_data.rule_hash */
+	struct list_head list;		/* in gp_sched_data.rules, insertion order */
+	struct rb_node tree_node;	/* in gp_sched_data.backlogged while qlen > 0 */
+	struct sk_buff *head, *tail;
+	u32 qlen;
+	struct gp_flow_clock clock;
+	struct gp_prefix prefix;
+	u64 rate;
+	u64 first_start;		/* wire time of the first frame since (re)set */
+	u64 last_end;			/* wire time at the end of the last frame */
+	bool started;
+	struct gp_counters stats;
+};
+
+struct gp_sched_data {
+	struct Qdisc *sch;
+	struct gp_wire wire;
+	u64 linkrate;			/* bit/s; 0 = unknown (FIFO only) */
+	bool linkrate_auto;		/* follows the device's link settings */
+	u32 ifg;
+	u32 limit;
+
+	struct sk_buff *unpaced_head, *unpaced_tail;
+	struct rb_root_cached backlogged;	/* paced flows with packets, by clock.next */
+
+	struct hlist_head rule_hash[1 << GP_RULE_HASH_BITS];
+	struct list_head rules;
+	u32 n_rules;
+	u32 generation;
+	/* prefix lengths in use, to try only those (longest first) */
+	u64 v4_lens;				/* bit n: some IPv4 rule of length n */
+	DECLARE_BITMAP(v6_lens, 129);
+	u16 len_users[2][129];
+
+	struct sk_buff *gap_template;	/* a full-size gap frame; gaps are trimmed clones */
+
+	u64 anchor_ns;			/* real time <-> wire time anchor for idle resync */
+	u64 anchor_wire;
+
+	u64 first_start;
+	bool started;
+	struct gp_counters stats;
+	u64 paced_packets;
+	u64 gso_segmented;
+	u64 idle_resyncs;
+	u64 gap_alloc_failures;
+};
+
+static struct Qdisc_ops gp_qdisc_ops;
+
+/* ------------------------------------------------------------ prefixes */
+
+void gp_prefix_mask(struct gp_prefix *p)
+{
+	if (p->family == AF_INET)
+		p->addr.v4 &= p->len ? htonl(~0U << (32 - p->len)) : 0;
+	else
+		ipv6_addr_prefix(&p->addr.v6, &p->addr.v6, p->len);
+}
+
+static bool gp_prefix_equal(const struct gp_prefix *a, const struct gp_prefix *b)
+{
+	if (a->family != b->family || a->len != b->len)
+		return false;
+	if (a->family == AF_INET)
+		return a->addr.v4 == b->addr.v4;
+	return ipv6_addr_equal(&a->addr.v6, &b->addr.v6);
+}
+
+static u32 gp_prefix_hash(const struct gp_prefix *p)
+{
+	u32 seed = ((u32)p->family << 8) | p->len;
+
+	if (p->family == AF_INET)
+		return jhash_1word((__force u32)p->addr.v4, seed) >> (32 - GP_RULE_HASH_BITS);
+	return jhash2((const u32 *)&p->addr.v6, 4, seed) >> (32 - GP_RULE_HASH_BITS);
+}
+
+static struct gp_flow *gp_rule_find(struct gp_sched_data *q, const struct gp_prefix *p)
+{
+	struct gp_flow *flow;
+
+	hlist_for_each_entry(flow, &q->rule_hash[gp_prefix_hash(p)], hash_node)
+		if (gp_prefix_equal(&flow->prefix, p))
+			return flow;
+	return NULL;
+}
+
+static void gp_lens_add(struct gp_sched_data *q, const struct gp_prefix *p)
+{
+	int fam = p->family == AF_INET6;
+
+	if (q->len_users[fam][p->len]++)
+		return;
+	if (fam)
+		__set_bit(p->len, q->v6_lens);
+	else
+		q->v4_lens |= 1ULL << p->len;
+}
+
+static void gp_lens_del(struct gp_sched_data *q, const struct gp_prefix *p)
+{
+	int fam = p->family == AF_INET6;
+
+	if (--q->len_users[fam][p->len])
+		return;
+	if (fam)
+		__clear_bit(p->len, q->v6_lens);
+	else
+		q->v4_lens &= ~(1ULL << p->len);
+}
+
+/* Longest-prefix match of the packet's destination against the rules. */
+static struct gp_flow *gp_classify(struct gp_sched_data *q, struct sk_buff *skb)
+{
+	struct gp_prefix key;
+	struct gp_flow *flow;
+	int len;
+
+	if (!q->n_rules)
+		return NULL;
+
+	switch (skb_protocol(skb, true)) {
+	case htons(ETH_P_IP): {
+		struct iphdr _iph;
+		const struct iphdr *iph;
+		__be32 daddr;
+		u64 lens = q->v4_lens;
+
+		iph = skb_header_pointer(skb, skb_network_offset(skb), sizeof(_iph), &_iph);
+		if (!iph)
+			return NULL;
+		daddr = iph->daddr;
+		key.family = AF_INET;
+		while (lens) {
+			len = fls64(lens) - 1;
+			lens &= ~(1ULL << len);
+			key.len = len;
+			key.addr.v4 = daddr & (len ? htonl(~0U << (32 - len)) : 0);
+			flow = gp_rule_find(q, &key);
+			if (flow)
+				return flow;
+		}
+		return NULL;
+	}
+	case htons(ETH_P_IPV6): {
+		struct ipv6hdr _ip6h;
+		const struct ipv6hdr *ip6h;
+
+		ip6h = skb_header_pointer(skb, skb_network_offset(skb), sizeof(_ip6h), &_ip6h);
+		if (!ip6h)
+			return NULL;
+		key.family = AF_INET6;
+		for (len = 128; len >= 0; len--) {
+			if (!test_bit(len, q->v6_lens))
+				continue;
+			key.len = len;
+			ipv6_addr_prefix(&key.addr.v6, &ip6h->daddr, len);
+			flow = gp_rule_find(q, &key);
+			if (flow)
+				return flow;
+		}
+		return NULL;
+	}
+	default:
+		return NULL;
+	}
+}
+
+/* -------------------------------------------------------------- queues */
+
+static void gp_skb_append(struct sk_buff **head, struct sk_buff **tail, struct sk_buff *skb)
+{
+	skb->next = NULL;
+	if (*head)
+		(*tail)->next = skb;
+	else
+		*head = skb;
+	*tail = skb;
+}
+
+static struct sk_buff *gp_skb_pop(struct sk_buff **head)
+{
+	struct sk_buff *skb = *head;
+
+	*head = skb->next;
+	skb_mark_not_on_list(skb);
+	return skb;
+}
+
+static void gp_tree_insert(struct gp_sched_data *q, struct gp_flow *flow)
+{
+	struct rb_node **link = &q->backlogged.rb_root.rb_node, *parent = NULL;
+	bool leftmost = true;
+
+	while (*link) {
+		struct gp_flow *other = rb_entry(*link, struct gp_flow, tree_node);
+
+		parent = *link;
+		if (gp_before(flow->clock.next, other->clock.next)) {
+			link = &parent->rb_left;
+		} else {
+			link = &parent->rb_right;
+			leftmost = false;
+		}
+	}
+	rb_link_node(&flow->tree_node, parent, link);
+	rb_insert_color_cached(&flow->tree_node, &q->backlogged, leftmost);
+}
+
+static struct gp_flow *gp_tree_first(struct gp_sched_data *q)
+{
+	struct rb_node *node = rb_first_cached(&q->backlogged);
+
+	return node ? rb_entry(node, struct gp_flow, tree_node) : NULL;
+}
+
+/* Real time says the wire may have been idle: move the clock forward. */
+static void gp_resync(struct gp_sched_data *q)
+{
+	u64 now_ns, real;
+
+	if (!q->linkrate)
+		return;
+	now_ns = ktime_get_ns();
+	real = q->anchor_wire + gp_ns_to_wire(now_ns - q->anchor_ns, q->linkrate);
+	if (gp_wire_resync(&q->wire, real))
+		q->idle_resyncs++;
+	/* re-anchor so the conversion never spans more than a short interval */
+	q->anchor_ns = now_ns;
+	q->anchor_wire = real;
+}
+
+static void gp_queue(struct Qdisc *sch, struct gp_flow *flow, struct sk_buff *skb)
+{
+	struct gp_sched_data *q = qdisc_priv(sch);
+
+	skb_set_queue_mapping(skb, 0);
+	if (flow) {
+		if (!flow->qlen) {
+			gp_flow_wake(&flow->clock, q->wire.now);
+			gp_tree_insert(q, flow);
+		}
+		gp_skb_append(&flow->head, &flow->tail, skb);
+		flow->qlen++;
+	} else {
+		gp_skb_append(&q->unpaced_head, &q->unpaced_tail, skb);
+	}
+	qdisc_qstats_backlog_inc(sch, skb);
+	sch->q.qlen++;
+}
+
+static int gp_drop(struct sk_buff *skb, struct Qdisc *sch, struct gp_flow *flow,
+		   struct sk_buff **to_free)
+{
+	struct gp_sched_data *q = qdisc_priv(sch);
+
+	q->stats.drops++;
+	if (flow)
+		flow->stats.drops++;
+	return qdisc_drop(skb, sch, to_free);
+}
+
+/* A GSO packet of a paced flow: queue its segments so gaps go between them. */
+static int gp_enqueue_segments(struct sk_buff *skb, struct Qdisc *sch, struct gp_flow *flow,
+			       struct sk_buff **to_free)
+{
+	struct gp_sched_data *q = qdisc_priv(sch);
+	netdev_features_t features = netif_skb_features(skb);
+	struct sk_buff *segs, *seg, *next;
+	unsigned int n = 0;
+
+	BUILD_BUG_ON(sizeof(struct qdisc_skb_cb) > sizeof(skb->cb));
+	segs = skb_gso_segment(skb, features & ~NETIF_F_GSO_MASK);
+	if (IS_ERR_OR_NULL(segs))
+		return gp_drop(skb, sch, flow, to_free);
+
+	skb_list_walk_safe(segs, seg, next)
+		n++;
+	if (sch->q.qlen + n > q->limit) {
+		kfree_skb_list(segs);
+		return gp_drop(skb, sch, flow, to_free);
+	}
+	skb_list_walk_safe(segs, seg, next) {
+		skb_mark_not_on_list(seg);
+		qdisc_skb_cb(seg)->pkt_len = seg->len;
+		gp_queue(sch, flow, seg);
+	}
+	q->gso_segmented++;
+	consume_skb(skb);
+	return NET_XMIT_SUCCESS;
+}
+
+static int gp_enqueue(struct sk_buff *skb, struct Qdisc *sch, struct sk_buff **to_free)
+{
+	struct gp_sched_data *q = qdisc_priv(sch);
+	struct gp_flow *flow = gp_classify(q, skb);
+
+	if (!sch->q.qlen)
+		gp_resync(q);
+	if (flow && skb_is_gso(skb))
+		return gp_enqueue_segments(skb, sch, flow, to_free);
+	if (unlikely(sch->q.qlen >= q->limit))
+		return gp_drop(skb, sch, flow, to_free);
+	gp_queue(sch, flow, skb);
+	return NET_XMIT_SUCCESS;
+}
+
+/* ---------------------------------------------------------- gap frames */
+
+static struct sk_buff *gp_gap_template_alloc(struct net_device *dev, gfp_t gfp)
+{
+	struct sk_buff *skb;
+	struct ethhdr *eth;
+	__be16 *ctrl;
+
+	skb = alloc_skb(LL_RESERVED_SPACE(dev) + GP_GAP_FRAME_MAX, gfp);
+	if (!skb)
+		return NULL;
+	skb_reserve(skb, LL_RESERVED_SPACE(dev));
+	eth = skb_put_zero(skb, GP_GAP_FRAME_MAX);
+	ether_addr_copy(eth->h_dest, gp_pause_dst);
+	ether_addr_copy(eth->h_source, dev->dev_addr);
+	eth->h_proto = htons(ETH_P_PAUSE);
+	ctrl = (__be16 *)(eth + 1);
+	ctrl[0] = htons(GP_PAUSE_OPCODE);
+	ctrl[1] = 0;	/* pause_time 0: a switch that honoured it would not pause */
+	skb_reset_mac_header(skb);
+	skb_set_network_header(skb, ETH_HLEN);
+	skb->protocol = htons(ETH_P_PAUSE);
+	skb->dev = dev;
+	return skb;
+}
+
+/* A gap frame of @wire wire bytes: a trimmed clone of the template. */
+static struct sk_buff *gp_gap_frame(struct gp_sched_data *q, u32 wire)
+{
+	struct net_device *dev = qdisc_dev(q->sch);
+	struct sk_buff *skb;
+
+	/* the device's address changed: build a new template, old clones keep the old one */
+	if (unlikely(!ether_addr_equal(eth_hdr(q->gap_template)->h_source, dev->dev_addr))) {
+		struct sk_buff *fresh = gp_gap_template_alloc(dev, GFP_ATOMIC);
+
+		if (fresh) {
+			consume_skb(q->gap_template);
+			q->gap_template = fresh;
+		}
+	}
+	skb = skb_clone(q->gap_template, GFP_ATOMIC);
+	if (!skb)
+		return NULL;
+	skb_trim(skb, gp_gap_frame_len(wire));
+	skb->dev = dev;
+	skb_set_queue_mapping(skb, 0);
+	return skb;
+}
+
+/* ------------------------------------------------------------- dequeue */
+
+static void gp_count(struct gp_counters *c, bool gap, u32 frames, u64 bytes, u64 wire)
+{
+	if (gap) {
+		c->gap_frames += frames;
+		c->gap_bytes += bytes;
+		c->gap_wire_bytes += wire;
+	} else {
+		c->data_packets += frames;
+		c->data_bytes += bytes;
+		c->data_wire_bytes += wire;
+	}
+}
+
+static struct sk_buff *gp_dequeue(struct Qdisc *sch)
+{
+	struct gp_sched_data *q = qdisc_priv(sch);
+	struct gp_flow *lead, *flow = NULL;
+	struct gp_choice choice;
+	struct sk_buff *skb;
+	u64 wire, start;
+	u32 frames = 1;
+
+	if (!sch->q.qlen)
+		return NULL;
+
+	lead = gp_tree_first(q);
+	choice = gp_choose(&q->wire, q->unpaced_head, lead, lead ? lead->clock.next : 0);
+
+	if (choice.verdict == GP_SEND_GAP) {
+		skb = gp_gap_frame(q, choice.gap_wire);
+		if (likely(skb)) {
+			gp_wire_sent_gap(&q->wire, choice.gap_wire);
+			gp_count(&q->stats, true, 1, skb->len, choice.gap_wire);
+			/* the gap was spent waiting for the earliest paced flow, if any */
+			if (lead)
+				gp_count(&lead->stats, true, 1, skb->len, choice.gap_wire);
+			qdisc_bstats_update(sch, skb);
+			return skb;
+		}
+		/* no memory for a gap: send the awaited frame early rather than stall */
+		q->gap_alloc_failures++;
+		choice.verdict = lead ? GP_SEND_PACED : GP_SEND_UNPACED;
+		choice.contended = false;
+	}
+
+	if (choice.verdict == GP_SEND_PACED) {
+		flow = lead;
+		skb = gp_skb_pop(&flow->head);
+		flow->qlen--;
+	} else {
+		skb = gp_skb_pop(&q->unpaced_head);
+	}
+
+	if (skb_is_gso(skb)) {
+		frames = skb_shinfo(skb)->gso_segs;
+		wire = gp_wire_bytes_gso(qdisc_pkt_len(skb), frames);
+	} else {
+		wire = gp_wire_bytes(skb->len);
+	}
+	if (skb_vlan_tag_present(skb))
+		wire += (u64)frames * VLAN_HLEN;	/* the NIC inserts the tag */
+
+	start = q->wire.now;
+	if (flow) {
+		rb_erase_cached(&flow->tree_node, &q->backlogged);
+		gp_flow_charge(&flow->clock, start, wire, q->linkrate, flow->rate);
+		if (flow->qlen)
+			gp_tree_insert(q, flow);
+		if (!flow->started) {
+			flow->started = true;
+			flow->first_start = start;
+		}
+		flow->last_end = start + wire;
+		gp_count(&flow->stats, false, frames, qdisc_pkt_len(skb), wire);
+		q->paced_packets += frames;
+	}
+	gp_wire_sent_data(&q->wire, wire, flow, choice.contended);
+	if (!q->started) {
+		q->started = true;
+		q->first_start = start;
+	}
+	gp_count(&q->stats, false, frames, qdisc_pkt_len(skb), wire);
+
+	qdisc_qstats_backlog_dec(sch, skb);
+	sch->q.qlen--;
+	qdisc_bstats_update(sch, skb);
+	return skb;
+}
+
+/* ------------------------------------------------------ configuration */
+
+/* The device's speed, or 0 if it has none worth pacing against. Needs RTNL. */
+static u64 gp_device_linkrate(struct net_device *dev)
+{
+	struct ethtool_link_ksettings ks;
+
+	/* A software device (veth, bridge, dummy) reports a made-up speed: its
+	 * "wire" is a memory copy, so there is no clock to pace against. */
+	if (!dev->dev.parent)
+		return 0;
+	if (__ethtool_get_link_ksettings(dev, &ks))
+		return 0;
+	if (ks.base.speed == 0 || ks.base.speed == (u32)SPEED_UNKNOWN)
+		return 0;
+	return (u64)ks.base.speed * 1000 * 1000;
+}
+
+static struct netlink_range_validation gp_linkrate_range = {
+	.min = 0, .max = GP_LINKRATE_MAX,
+};
+static struct netlink_range_validation gp_ifg_range = {
+	.min = GAPPACE_IFG_STANDARD, .max = GAPPACE_IFG_MAX,
+};
+static struct netlink_range_validation gp_limit_range = {
+	.min = 1, .max = GP_LIMIT_MAX,
+};
+
+static const struct nla_policy gp_policy[TCA_GAPPACE_MAX + 1] = {
+	[TCA_GAPPACE_LINKRATE]	= NLA_POLICY_FULL_RANGE(NLA_U64, &gp_linkrate_range),
+	[TCA_GAPPACE_IFG]	= NLA_POLICY_FULL_RANGE(NLA_U32, &gp_ifg_range),
+	[TCA_GAPPACE_LIMIT]	= NLA_POLICY_FULL_RANGE(NLA_U32, &gp_limit_range),
+};
+
+static void gp_set_linkrate(struct gp_sched_data *q, u64 linkrate)
+{
+	if (q->linkrate == linkrate)
+		return;
+	/* keep real time and wire time in step across the change */
+	if (q->linkrate) {
+		u64 now_ns = ktime_get_ns();
+
+		q->anchor_wire += gp_ns_to_wire(now_ns - q->anchor_ns, q->linkrate);
+		q->anchor_ns = now_ns;
+	}
+	/* a rule faster than a slower new link is simply limited by the link */
+	q->linkrate = linkrate;
+}
+
+static int gp_change(struct Qdisc *sch, struct nlattr *opt, struct netlink_ext_ack *extack)
+{
+	struct gp_sched_data *q = qdisc_priv(sch);
+	struct nlattr *tb[TCA_GAPPACE_MAX + 1] = {};
+	u64 linkrate = q->linkrate;
+	bool linkrate_auto = q->linkrate_auto;
+	u32 ifg = q->ifg, limit = q->limit;
+	struct sk_buff *skb, *to_free = NULL;
+	int err;
+
+	if (opt) {
+		err = nla_parse_nested(tb, TCA_GAPPACE_MAX, opt, gp_policy, extack);
+		if (err)
+			return err;
+	}
+
+	/* validate everything, then commit */
+	if (tb[TCA_GAPPACE_LINKRATE]) {
+		linkrate = nla_get_u64(tb[TCA_GAPPACE_LINKRATE]);
+		linkrate_auto = !linkrate;
+		if (linkrate && linkrate < GP_RATE_MIN) {
+			NL_SET_ERR_MSG_ATTR(extack, tb[TCA_GAPPACE_LINKRATE],
+					    "linkrate must be at least 1000 bit/s (0 = from the device)");
+			return -EINVAL;
+		}
+	}
+	if (linkrate_auto)
+		linkrate = gp_device_linkrate(qdisc_dev(sch));
+	if (tb[TCA_GAPPACE_IFG])
+		ifg = nla_get_u32(tb[TCA_GAPPACE_IFG]);
+	if (tb[TCA_GAPPACE_LIMIT])
+		limit = nla_get_u32(tb[TCA_GAPPACE_LIMIT]);
+
+	if (!linkrate && ifg != GAPPACE_IFG_STANDARD) {
+		NL_SET_ERR_MSG_MOD(extack,
+				   "device reports no link speed: give linkrate to pace with ifg");
+		return -EINVAL;
+	}
+	if (!linkrate && q->n_rules) {
+		NL_SET_ERR_MSG_MOD(extack, "flow rules need a link rate: give linkrate");
+		return -EINVAL;
+	}
+
+	sch_tree_lock(sch);
+	gp_set_linkrate(q, linkrate);
+	q->linkrate_auto = linkrate_auto;
+	q->ifg = ifg;
+	q->wire.ifg_extra = ifg - GP_IPG_BYTES;
+	q->limit = limit;
+	WRITE_ONCE(sch->limit, limit);
+	/* a lower limit takes effect now: drop from the unpaced queue first */
+	while (sch->q.qlen > q->limit && q->unpaced_head) {
+		skb = gp_skb_pop(&q->unpaced_head);
+		qdisc_qstats_backlog_dec(sch, skb);
+		sch->q.qlen--;
+		q->stats.drops++;
+		qdisc_qstats_drop(sch);
+		__qdisc_drop(skb, &to_free);
+	}
+	sch_tree_unlock(sch);
+	kfree_skb_list(to_free);
+	return 0;
+}
+
+static int gp_init(struct Qdisc *sch, struct nlattr *opt, struct netlink_ext_ack *extack)
+{
+	struct gp_sched_data *q = qdisc_priv(sch);
+	struct net_device *dev = qdisc_dev(sch);
+	int err;
+
+	q->sch = sch;
+	INIT_LIST_HEAD(&q->rules);
+	q->backlogged = RB_ROOT_CACHED;
+	q->ifg = GAPPACE_IFG_STANDARD;
+	q->limit = max_t(u32, READ_ONCE(dev->tx_queue_len), GP_LIMIT_DEFAULT);
+	q->linkrate_auto = true;
+	q->anchor_ns = ktime_get_ns();
+
+	if (sch->parent != TC_H_ROOT) {
+		NL_SET_ERR_MSG_MOD(extack, "must be the root qdisc: the wire clock needs the whole device");
+		return -EOPNOTSUPP;
+	}
+	if (dev->type != ARPHRD_ETHER || dev->addr_len != ETH_ALEN) {
+		NL_SET_ERR_MSG_MOD(extack, "needs an Ethernet device: gap frames are 802.3x PAUSE frames");
+		return -EOPNOTSUPP;
+	}
+
+	q->gap_template = gp_gap_template_alloc(dev, GFP_KERNEL);
+	if (!q->gap_template)
+		return -ENOMEM;
+
+	err = gp_change(sch, opt, extack);
+	if (err)
+		return err;
+	return 0;
+}
+
+static void gp_flow_purge(struct Qdisc *sch, struct gp_flow *flow)
+{
+	while (flow->head) {
+		struct sk_buff *skb = gp_skb_pop(&flow->head);
+
+		rtnl_kfree_skbs(skb, skb);
+	}
+	flow->qlen = 0;
+}
+
+static void gp_reset(struct Qdisc *sch)
+{
+	struct gp_sched_data *q = qdisc_priv(sch);
+	struct gp_flow *flow;
+
+	while (q->unpaced_head) {
+		struct sk_buff *skb = gp_skb_pop(&q->unpaced_head);
+
+		rtnl_kfree_skbs(skb, skb);
+	}
+	list_for_each_entry(flow, &q->rules, list)
+		gp_flow_purge(sch, flow);
+	q->backlogged = RB_ROOT_CACHED;
+	sch->q.qlen = 0;
+	sch->qstats.backlog = 0;
+}
+
+static void gp_destroy(struct Qdisc *sch)
+{
+	struct gp_sched_data *q = qdisc_priv(sch);
+	struct gp_flow *flow, *tmp;
+
+	/* init may have failed before the list existed */
+	if (q->rules.next) {
+		list_for_each_entry_safe(flow, tmp, &q->rules, list) {
+			gp_flow_purge(sch, flow);
+			kfree(flow);
+		}
+	}
+	consume_skb(q->gap_template);
+}
+
+static int gp_dump(struct Qdisc *sch, struct sk_buff *skb)
+{
+	struct gp_sched_data *q = qdisc_priv(sch);
+	struct nlattr *opts;
+
+	opts = nla_nest_start_noflag(skb, TCA_OPTIONS);
+	if (!opts)
+		return -EMSGSIZE;
+	if (nla_put_u64_64bit(skb, TCA_GAPPACE_LINKRATE, q->linkrate, TCA_GAPPACE_PAD) ||
+	    nla_put_u32(skb, TCA_GAPPACE_IFG, q->ifg) ||
+	    nla_put_u32(skb, TCA_GAPPACE_LIMIT, q->limit)) {
+		nla_nest_cancel(skb, opts);
+		return -EMSGSIZE;
+	}
+	return nla_nest_end(skb, opts);
+}
+
+static int gp_dump_stats(struct Qdisc *sch, struct gnet_dump *d)
+{
+	struct gp_sched_data *q = qdisc_priv(sch);
+	struct tc_gappace_xstats st = {
+		.linkrate = q->linkrate,
+		.data_packets = q->stats.data_packets,
+		.data_bytes = q->stats.data_bytes,
+		.data_wire_bytes = q->stats.data_wire_bytes,
+		.gap_frames = q->stats.gap_frames,
+		.gap_bytes = q->stats.gap_bytes,
+		.gap_wire_bytes = q->stats.gap_wire_bytes,
+		.paced_packets = q->paced_packets,
+		.gso_segmented = q->gso_segmented,
+		.drops = q->stats.drops,
+		.idle_resyncs = q->idle_resyncs,
+		.gap_alloc_failures = q->gap_alloc_failures,
+		.rules = q->n_rules,
+		.ifg = q->ifg,
+		.limit = q->limit,
+		.qlen = sch->q.qlen,
+	};
+
+	return gnet_stats_copy_app(d, &st, sizeof(st));
+}
+
+static struct Qdisc_ops gp_qdisc_ops __read_mostly = {
+	.id		= GAPPACE_QDISC_KIND,
+	.priv_size	= sizeof(struct gp_sched_data),
+	.enqueue	= gp_enqueue,
+	.dequeue	= gp_dequeue,
+	.peek		= qdisc_peek_dequeued,
+	.init		= gp_init,
+	.reset		= gp_reset,
+	.destroy	= gp_destroy,
+	.change		= gp_change,
+	.dump		= gp_dump,
+	.dump_stats	= gp_dump_stats,
+	.owner		= THIS_MODULE,
+};
+
+/* ----------------------------------------------- rules (from netlink) */
+
+struct Qdisc *gp_qdisc_of(struct net_device *dev)
+{
+	struct Qdisc *sch = rtnl_dereference(dev->qdisc);
+
+	return sch && sch->ops == &gp_qdisc_ops ? sch : NULL;
+}
+
+static void gp_rule_reset_stats(struct gp_flow *flow)
+{
+	memset(&flow->stats, 0, sizeof(flow->stats));
+	flow->started = false;
+}
+
+int gp_rule_set(struct Qdisc *sch, const struct gp_prefix *prefix, u64 rate, bool create,
+		bool replace, struct netlink_ext_ack *extack)
+{
+	struct gp_sched_data *q = qdisc_priv(sch);
+	struct gp_flow *flow, *fresh;
+
+	fresh = kzalloc(sizeof(*fresh), GFP_KERNEL);
+	if (!fresh)
+		return -ENOMEM;
+
+	sch_tree_lock(sch);
+	if (!q->linkrate) {
+		sch_tree_unlock(sch);
+		kfree(fresh);
+		NL_SET_ERR_MSG_MOD(extack, "the qdisc has no link rate: attach it with linkrate");
+		return -EINVAL;
+	}
+	if (rate > q->linkrate) {
+		sch_tree_unlock(sch);
+		kfree(fresh);
+		NL_SET_ERR_MSG_MOD(extack, "rate exceeds the link rate of the qdisc");
+		return -ERANGE;
+	}
+	flow = gp_rule_find(q, prefix);
+	if (flow) {
+		if (!replace) {
+			sch_tree_unlock(sch);
+			kfree(fresh);
+			NL_SET_ERR_MSG_MOD(extack, "a rule for this prefix exists (use replace)");
+			return -EEXIST;
+		}
+		flow->rate = rate;
+		flow->clock.rem = 0;
+		gp_rule_reset_stats(flow);
+		sch_tree_unlock(sch);
+		kfree(fresh);
+		return 0;
+	}
+	if (!create) {
+		sch_tree_unlock(sch);
+		kfree(fresh);
+		NL_SET_ERR_MSG_MOD(extack, "no rule for this prefix");
+		return -ENOENT;
+	}
+	if (q->n_rules >= GP_MAX_RULES) {
+		sch_tree_unlock(sch);
+		kfree(fresh);
+		NL_SET_ERR_MSG_MOD(extack, "too many rules on this device");
+		return -ENOSPC;
+	}
+	fresh->prefix = *prefix;
+	fresh->rate = rate;
+	fresh->clock.next = q->wire.now;
+	hlist_add_head(&fresh->hash_node, &q->rule_hash[gp_prefix_hash(prefix)]);
+	list_add_tail(&fresh->list, &q->rules);
+	gp_lens_add(q, prefix);
+	q->n_rules++;
+	q->generation++;
+	sch_tree_unlock(sch);
+	return 0;
+}
+
+int gp_rule_del(struct Qdisc *sch, const struct gp_prefix *prefix, struct netlink_ext_ack *extack)
+{
+	struct gp_sched_data *q = qdisc_priv(sch);
+	struct gp_flow *flow;
+
+	sch_tree_lock(sch);
+	flow = gp_rule_find(q, prefix);
+	if (!flow) {
+		sch_tree_unlock(sch);
+		NL_SET_ERR_MSG_MOD(extack, "no rule for this prefix");
+		return -ENOENT;
+	}
+	/* nothing is lost: queued packets continue unpaced, behind what is there */
+	if (flow->qlen) {
+		rb_erase_cached(&flow->tree_node, &q->backlogged);
+		while (flow->head)
+			gp_skb_append(&q->unpaced_head, &q->unpaced_tail, gp_skb_pop(&flow->head));
+		flow->qlen = 0;
+	}
+	hlist_del(&flow->hash_node);
+	list_del(&flow->list);
+	gp_lens_del(q, prefix);
+	q->n_rules--;
+	q->generation++;
+	sch_tree_unlock(sch);
+	kfree(flow);
+	return 0;
+}
+
+static u64 gp_rate_since(u64 wire_bytes, u64 first_start, u64 end, u64 link)
+{
+	u64 span = end - first_start;
+
+	if (wire_bytes > span)	/* cannot happen on a consistent clock; never overflow */
+		return link;
+	return gp_achieved_rate(wire_bytes, span, link);
+}
+
+unsigned int gp_rules_snapshot(struct Qdisc *sch, unsigned int first, struct gp_rule_info *out,
+			       unsigned int max, u32 *gen)
+{
+	struct gp_sched_data *q = qdisc_priv(sch);
+	struct gp_flow *flow;
+	unsigned int pos = 0, n = 0;
+
+	sch_tree_lock(sch);
+	*gen = q->generation;
+	list_for_each_entry(flow, &q->rules, list) {
+		if (pos++ < first)
+			continue;
+		if (n == max)
+			break;
+		out[n].prefix = flow->prefix;
+		out[n].rate = flow->rate;
+		out[n].backlog = flow->qlen;
+		out[n].stats = flow->stats;
+		out[n].achieved_rate = flow->started ?
+			gp_rate_since(flow->stats.data_wire_bytes, flow->first_start,
+				      flow->last_end, q->linkrate) : 0;
+		n++;
+	}
+	sch_tree_unlock(sch);
+	return n;
+}
+
+void gp_qdisc_snapshot(struct Qdisc *sch, struct gp_qdisc_info *out)
+{
+	struct gp_sched_data *q = qdisc_priv(sch);
+
+	sch_tree_lock(sch);
+	out->linkrate = q->linkrate;
+	out->linkrate_auto = q->linkrate_auto;
+	out->ifg = q->ifg;
+	out->limit = q->limit;
+	out->rules = q->n_rules;
+	out->qlen = sch->q.qlen;
+	out->stats = q->stats;
+	out->achieved_rate = q->started ?
+		gp_rate_since(q->stats.data_wire_bytes, q->first_start, q->wire.now, q->linkrate) : 0;
+	out->paced_packets = q->paced_packets;
+	out->gso_segmented = q->gso_segmented;
+	out->idle_resyncs = q->idle_resyncs;
+	out->gap_alloc_failures = q->gap_alloc_failures;
+	sch_tree_unlock(sch);
+}
+
+/* ------------------------------------------------ link speed changes */
+
+static int gp_netdev_event(struct notifier_block *nb, unsigned long event, void *ptr)
+{
+	struct net_device *dev = netdev_notifier_info_to_dev(ptr);
+	struct gp_sched_data *q;
+	struct Qdisc *sch;
+	u64 linkrate;
+
+	if (event != NETDEV_CHANGE && event != NETDEV_UP)
+		return NOTIFY_DONE;
+	sch = gp_qdisc_of(dev);
+	if (!sch)
+		return NOTIFY_DONE;
+	q = qdisc_priv(sch);
+	if (!q->linkrate_auto)
+		return NOTIFY_DONE;
+	linkrate = gp_device_linkrate(dev);
+	if (!linkrate)	/* link down: keep pacing against the last known speed */
+		return NOTIFY_DONE;
+	sch_tree_lock(sch);
+	gp_set_linkrate(q, linkrate);
+	sch_tree_unlock(sch);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block gp_netdev_notifier = {
+	.notifier_call = gp_netdev_event,
+};
+
+int gp_qdisc_register(void)
+{
+	int err;
+
+	err = register_netdevice_notifier(&gp_netdev_notifier);
+	if (err)
+		return err;
+	err = register_qdisc(&gp_qdisc_ops);
+	if (err)
+		unregister_netdevice_notifier(&gp_netdev_notifier);
+	return err;
+}
+
+void gp_qdisc_unregister(void)
+{
+	unregister_qdisc(&gp_qdisc_ops);
+	unregister_netdevice_notifier(&gp_netdev_notifier);
+}

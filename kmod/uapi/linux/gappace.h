@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: (GPL-2.0 WITH Linux-syscall-note) OR MIT */
+/*
+ * gappace: the contract between the gappace kernel module and userspace.
+ *
+ * This header is append-only. Enum values never change meaning or number;
+ * new attributes, commands and structure members are only ever added at
+ * the end. Userspace must accept replies that carry attributes it does not
+ * know and structures longer than the ones it was built with.
+ *
+ * Units, everywhere:
+ *   rates      bit/s on the wire, u64. A rate counts *wire* bytes: a frame of
+ *              L bytes (without FCS) costs max(L + 4, 64) + 8 + 12 wire bytes
+ *              (FCS, minimum frame, preamble, inter-packet gap).
+ *   sizes      bytes. "bytes" counters are frame bytes without FCS (what a
+ *              capture shows); "wire bytes" counters are the wire cost above.
+ *
+ * Two interfaces live here:
+ *   1. the `gappace` qdisc options (rtnetlink, TCA_OPTIONS) and its xstats;
+ *   2. the `gappace` generic netlink family (flow rules and statistics),
+ *      specified in Documentation/netlink/gappace.yaml.
+ */
+#ifndef _UAPI_LINUX_GAPPACE_H
+#define _UAPI_LINUX_GAPPACE_H
+
+#include <linux/types.h>
+
+/* ---------------------------------------------------------------- qdisc */
+
+#define GAPPACE_QDISC_KIND "gappace"
+
+/* Standard inter-frame gap of Ethernet, bytes: the default of TCA_GAPPACE_IFG. */
+#define GAPPACE_IFG_STANDARD	12
+#define GAPPACE_IFG_MAX		(16U << 20)
+
+/* Nested in TCA_OPTIONS. All optional; validated all, then committed. */
+enum {
+	TCA_GAPPACE_UNSPEC,
+	TCA_GAPPACE_PAD,
+	TCA_GAPPACE_LINKRATE,	/* u64 bit/s of the wire; 0 = read from the device (default) */
+	TCA_GAPPACE_IFG,	/* u32 bytes: total gap after every data frame, >= 12 (default 12) */
+	TCA_GAPPACE_LIMIT,	/* u32 packets queued at most (default: device txqueuelen, at least 1000) */
+	__TCA_GAPPACE_MAX
+};
+#define TCA_GAPPACE_MAX (__TCA_GAPPACE_MAX - 1)
+
+/* TCA_XSTATS / TCA_STATS_APP of the qdisc. Append-only: check the length. */
+struct tc_gappace_xstats {
+	__u64 linkrate;		/* effective link rate, bit/s (0: unknown) */
+	__u64 data_packets;	/* data frames handed to the device (GSO counted as segments) */
+	__u64 data_bytes;	/* their frame bytes */
+	__u64 data_wire_bytes;	/* their wire bytes */
+	__u64 gap_frames;	/* gap (PAUSE, pause_time 0) frames handed to the device */
+	__u64 gap_bytes;
+	__u64 gap_wire_bytes;
+	__u64 paced_packets;	/* data frames that matched a flow rule */
+	__u64 gso_segmented;	/* GSO packets of paced flows split in the qdisc */
+	__u64 drops;		/* packets dropped at enqueue (limit, segmentation failure) */
+	__u64 idle_resyncs;	/* wire clock moved forward to real time after idle */
+	__u64 gap_alloc_failures; /* gap frames that could not be built: sent data early */
+	__u32 rules;		/* flow rules installed */
+	__u32 ifg;		/* configured total inter-frame gap, bytes */
+	__u32 limit;		/* packets */
+	__u32 qlen;		/* packets queued now */
+};
+
+/* ------------------------------------------------------- generic netlink */
+
+#define GAPPACE_GENL_NAME	"gappace"
+#define GAPPACE_GENL_VERSION	1
+
+/*
+ * Commands. Changing state needs CAP_NET_ADMIN in the user namespace that
+ * owns the network namespace of the request's socket.
+ */
+enum gappace_cmd {
+	GAPPACE_CMD_UNSPEC,
+	/* Add a flow rule {IFINDEX, RULE{DST_IPV4|DST_IPV6, [PREFIX_LEN], RATE}}.
+	 * EEXIST if the prefix has a rule, unless NLM_F_REPLACE. */
+	GAPPACE_CMD_RULE_NEW,
+	/* Delete the rule {IFINDEX, RULE{DST_IPV4|DST_IPV6, [PREFIX_LEN]}}.
+	 * Its queued packets move to the unpaced queue: nothing is dropped. */
+	GAPPACE_CMD_RULE_DEL,
+	/* Dump rules with their statistics: all gappace devices of the
+	 * netns, or only IFINDEX. Reply: {IFINDEX, RULE{..., STATS{...}}}. */
+	GAPPACE_CMD_RULE_GET,
+	/* Qdisc configuration and statistics of IFINDEX (doit), or of every
+	 * gappace device of the netns (dump). Reply: {IFINDEX, QDISC{...}}. */
+	GAPPACE_CMD_STATS_GET,
+	__GAPPACE_CMD_MAX
+};
+#define GAPPACE_CMD_MAX (__GAPPACE_CMD_MAX - 1)
+
+enum gappace_a {
+	GAPPACE_A_UNSPEC,
+	GAPPACE_A_PAD,
+	GAPPACE_A_IFINDEX,	/* u32 */
+	GAPPACE_A_RULE,		/* nest, enum gappace_a_rule */
+	GAPPACE_A_QDISC,	/* nest, enum gappace_a_qdisc */
+	__GAPPACE_A_MAX
+};
+#define GAPPACE_A_MAX (__GAPPACE_A_MAX - 1)
+
+enum gappace_a_rule {
+	GAPPACE_A_RULE_UNSPEC,
+	GAPPACE_A_RULE_PAD,
+	GAPPACE_A_RULE_DST_IPV4,	/* binary[4], network order */
+	GAPPACE_A_RULE_DST_IPV6,	/* binary[16], network order */
+	GAPPACE_A_RULE_PREFIX_LEN,	/* u8, default: the full address length */
+	GAPPACE_A_RULE_RATE,		/* u64 bit/s on the wire, 1000 .. link rate */
+	GAPPACE_A_RULE_STATS,		/* nest, enum gappace_a_stats (replies only) */
+	__GAPPACE_A_RULE_MAX
+};
+#define GAPPACE_A_RULE_MAX (__GAPPACE_A_RULE_MAX - 1)
+
+enum gappace_a_qdisc {
+	GAPPACE_A_QDISC_UNSPEC,
+	GAPPACE_A_QDISC_PAD,
+	GAPPACE_A_QDISC_LINKRATE,	/* u64 bit/s, effective */
+	GAPPACE_A_QDISC_LINKRATE_AUTO,	/* flag: link rate follows the device */
+	GAPPACE_A_QDISC_IFG,		/* u32 bytes */
+	GAPPACE_A_QDISC_LIMIT,		/* u32 packets */
+	GAPPACE_A_QDISC_RULES,		/* u32 */
+	GAPPACE_A_QDISC_STATS,		/* nest, enum gappace_a_stats */
+	__GAPPACE_A_QDISC_MAX
+};
+#define GAPPACE_A_QDISC_MAX (__GAPPACE_A_QDISC_MAX - 1)
+
+/* Counters of a rule or of the whole qdisc. Unsigned 64-bit unless noted. */
+enum gappace_a_stats {
+	GAPPACE_A_STATS_UNSPEC,
+	GAPPACE_A_STATS_PAD,
+	GAPPACE_A_STATS_DATA_PACKETS,
+	GAPPACE_A_STATS_DATA_BYTES,
+	GAPPACE_A_STATS_DATA_WIRE_BYTES,
+	/* Gap frames. For a rule: the gaps emitted while waiting for it. */
+	GAPPACE_A_STATS_GAP_FRAMES,
+	GAPPACE_A_STATS_GAP_BYTES,
+	GAPPACE_A_STATS_GAP_WIRE_BYTES,
+	GAPPACE_A_STATS_DROPS,
+	/* bit/s: data wire bytes over the wire time from the first frame to
+	 * the end of the last one, times the link rate (rule: since it was
+	 * added or last replaced; qdisc: since attach). */
+	GAPPACE_A_STATS_ACHIEVED_RATE,
+	GAPPACE_A_STATS_BACKLOG,	/* u32 packets queued now */
+	GAPPACE_A_STATS_PACED_PACKETS,	/* qdisc only */
+	GAPPACE_A_STATS_GSO_SEGMENTED,	/* qdisc only */
+	GAPPACE_A_STATS_IDLE_RESYNCS,	/* qdisc only */
+	GAPPACE_A_STATS_GAP_ALLOC_FAILURES, /* qdisc only */
+	__GAPPACE_A_STATS_MAX
+};
+#define GAPPACE_A_STATS_MAX (__GAPPACE_A_STATS_MAX - 1)
+
+#endif /* _UAPI_LINUX_GAPPACE_H */

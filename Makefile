@@ -1,0 +1,51 @@
+# gappace: the one entry point.
+#
+#   make            userspace (CMake) and the module (Kbuild, against KDIR)
+#   make deps       install every Debian package the build and the tests need
+#   make check      all tests: unit tests, then the guest-kernel tests
+#   make check-vm   guest-kernel tests only (QEMU, Debian's 6.1 and 6.12 kernels)
+#   make bench      Google Benchmark suite
+#   make demo       the demonstration (see README.md)
+#
+# KDIR defaults to the running kernel's build tree and falls back to the newest
+# installed Debian linux-headers; set it to build the module for another kernel.
+
+BUILD ?= build
+JOBS ?= $(shell nproc)
+KDIR ?= $(shell d=/lib/modules/$$(uname -r)/build; \
+	if [ -f $$d/Makefile ]; then echo $$d; \
+	else ls -d /usr/src/linux-headers-*-amd64 2>/dev/null | sort -V | tail -n1; fi)
+KVER := $(patsubst linux-headers-%,%,$(notdir $(patsubst %/build,%,$(KDIR))))
+
+all: userspace module
+
+userspace:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+
+module:
+	@test -n "$(KDIR)" || { echo "no kernel build tree: run 'make deps' or set KDIR" >&2; exit 1; }
+	$(MAKE) -C kmod KDIR=$(KDIR) BUILD_DIR=$(abspath $(BUILD))/kmod/$(KVER)
+	@echo "module: $(BUILD)/kmod/$(KVER)/gappace.ko"
+
+deps:
+	bash tests/deps.sh
+
+check: check-unit check-vm
+
+check-unit: userspace
+	ctest --test-dir $(BUILD) --output-on-failure
+
+check-vm: userspace
+	bash tests/vm/check.sh --build $(abspath $(BUILD))
+
+bench: userspace
+	$(BUILD)/tools/bench/pace_bench
+
+demo: userspace
+	bash tests/vm/demo.sh --build $(abspath $(BUILD))
+
+clean:
+	rm -rf $(BUILD)
+
+.PHONY: all userspace module deps check check-unit check-vm bench demo clean

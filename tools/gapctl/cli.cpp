@@ -1,0 +1,215 @@
+#include "cli.hpp"
+
+#include <array>
+#include <cerrno>
+#include <cstdint>
+#include <limits>
+
+#include "units.hpp"
+
+namespace gp {
+namespace {
+
+Error usage(std::string message)
+{
+	return make_error(EINVAL, std::move(message));
+}
+
+std::string quoted(std::string_view word)
+{
+	return "\"" + std::string(word) + "\"";
+}
+
+Expected<uint64_t> parse_rate_arg(std::string_view keyword, std::string_view text)
+{
+	if (auto rate = parse_rate(text))
+		return *rate;
+	return usage("invalid " + std::string(keyword) + " " + quoted(text) + " (a rate: e.g. 100mbit, 1gbit, 2.5gbit)");
+}
+
+Expected<uint32_t> parse_u32_arg(std::string_view keyword, std::string_view text)
+{
+	auto value = parse_u64(text);
+	if (!value || *value > std::numeric_limits<uint32_t>::max())
+		return usage("invalid " + std::string(keyword) + " " + quoted(text) + " (a number up to 4294967295)");
+	return static_cast<uint32_t>(*value);
+}
+
+// linkrate RATE|auto; "auto" is 0: the qdisc then follows the device's speed.
+Expected<uint64_t> parse_linkrate_arg(std::string_view text)
+{
+	if (text == "auto")
+		return uint64_t{0};
+	return parse_rate_arg("linkrate", text);
+}
+
+constexpr std::array<Keyword, 4> kQdiscSetGrammar{{
+	{"dev", KeywordKind::Value, true},
+	{"linkrate"},
+	{"ifg"},
+	{"limit"},
+}};
+
+Expected<QdiscSetArgs> parse_qdisc_set_args(Args args)
+{
+	auto values = parse_keywords(args, kQdiscSetGrammar);
+	if (!values)
+		return values.error();
+	QdiscSetArgs parsed;
+	parsed.dev = values->at("dev");
+	if (auto it = values->find("linkrate"); it != values->end()) {
+		auto linkrate = parse_linkrate_arg(it->second);
+		if (!linkrate)
+			return linkrate.error();
+		parsed.options.linkrate = *linkrate;
+	}
+	if (auto it = values->find("ifg"); it != values->end()) {
+		auto ifg = parse_u32_arg("ifg", it->second);
+		if (!ifg)
+			return ifg.error();
+		parsed.options.ifg = *ifg;
+	}
+	if (auto it = values->find("limit"); it != values->end()) {
+		auto limit = parse_u32_arg("limit", it->second);
+		if (!limit)
+			return limit.error();
+		parsed.options.limit = *limit;
+	}
+	return parsed;
+}
+
+Expected<PaceRuleArgs> parse_pace_rule_args(Args args, bool with_rate, bool allow_replace_flag)
+{
+	std::vector<Keyword> grammar{{"dev", KeywordKind::Value, true}, {"dst", KeywordKind::Value, true}};
+	if (with_rate)
+		grammar.push_back({"rate", KeywordKind::Value, true});
+	if (allow_replace_flag)
+		grammar.push_back({"replace", KeywordKind::Flag});
+	auto values = parse_keywords(args, grammar);
+	if (!values)
+		return values.error();
+
+	PaceRuleArgs parsed;
+	parsed.dev = values->at("dev");
+	auto dst = parse_prefix(values->at("dst"));
+	if (!dst)
+		return dst.error();
+	parsed.dst = *dst;
+	if (with_rate) {
+		auto rate = parse_rate_arg("rate", values->at("rate"));
+		if (!rate)
+			return rate.error();
+		parsed.rate = *rate;
+	}
+	parsed.replace = values->contains("replace");
+	return parsed;
+}
+
+} // namespace
+
+Expected<KeywordValues> parse_keywords(Args args, std::span<const Keyword> grammar)
+{
+	KeywordValues values;
+	for (size_t i = 0; i < args.size(); ++i) {
+		const std::string_view word = args[i];
+		const Keyword *keyword = nullptr;
+		for (const auto &candidate : grammar)
+			if (candidate.name == word)
+				keyword = &candidate;
+		if (!keyword)
+			return usage("unknown keyword " + quoted(word));
+		if (values.contains(keyword->name))
+			return usage("duplicate keyword " + quoted(word));
+		if (keyword->kind == KeywordKind::Flag) {
+			values.emplace(keyword->name, std::string_view());
+			continue;
+		}
+		if (i + 1 >= args.size())
+			return usage("missing value after " + quoted(word));
+		values.emplace(keyword->name, args[++i]);
+	}
+	for (const auto &keyword : grammar)
+		if (keyword.required && !values.contains(keyword.name))
+			return usage("missing " + quoted(keyword.name));
+	return values;
+}
+
+Expected<QdiscSetArgs> parse_qdisc_attach_args(Args args)
+{
+	return parse_qdisc_set_args(args);
+}
+
+Expected<QdiscSetArgs> parse_qdisc_change_args(Args args)
+{
+	auto parsed = parse_qdisc_set_args(args);
+	if (parsed && parsed->options.empty())
+		return usage("nothing to change: give linkrate, ifg or limit");
+	return parsed;
+}
+
+Expected<DeviceArgs> parse_device_args(Args args)
+{
+	static constexpr std::array<Keyword, 1> grammar{{{"dev", KeywordKind::Value, true}}};
+	auto values = parse_keywords(args, grammar);
+	if (!values)
+		return values.error();
+	return DeviceArgs{std::string(values->at("dev"))};
+}
+
+Expected<DeviceFilterArgs> parse_device_filter_args(Args args)
+{
+	static constexpr std::array<Keyword, 1> grammar{{{"dev"}}};
+	auto values = parse_keywords(args, grammar);
+	if (!values)
+		return values.error();
+	DeviceFilterArgs parsed;
+	if (auto it = values->find("dev"); it != values->end())
+		parsed.dev = std::string(it->second);
+	return parsed;
+}
+
+Expected<PaceRuleArgs> parse_pace_add_args(Args args)
+{
+	return parse_pace_rule_args(args, true, true);
+}
+
+Expected<PaceRuleArgs> parse_pace_replace_args(Args args)
+{
+	auto parsed = parse_pace_rule_args(args, true, false);
+	if (parsed)
+		parsed->replace = true;
+	return parsed;
+}
+
+Expected<PaceRuleArgs> parse_pace_del_args(Args args)
+{
+	return parse_pace_rule_args(args, false, false);
+}
+
+Expected<CommandLine> parse_command_line(std::span<const char *const> argv)
+{
+	CommandLine line;
+	bool json = false, pretty = false;
+	size_t i = 1; // argv[0] is the program
+	for (; i < argv.size(); ++i) {
+		const std::string_view word = argv[i];
+		if (word.size() < 2 || word[0] != '-')
+			break;
+		if (word == "-j" || word == "-json" || word == "--json")
+			json = true;
+		else if (word == "-p" || word == "-pretty" || word == "--pretty")
+			pretty = true;
+		else if (word == "-h" || word == "-help" || word == "--help")
+			line.options.help = true;
+		else
+			return usage("unknown option " + quoted(word));
+	}
+	// Like ip, -p only matters together with -j.
+	if (json)
+		line.options.format = pretty ? OutputFormat::PrettyJson : OutputFormat::Json;
+	for (; i < argv.size(); ++i)
+		line.words.emplace_back(argv[i]);
+	return line;
+}
+
+} // namespace gp

@@ -1,0 +1,126 @@
+// gappace's messages: the qdisc over rtnetlink and the "gappace" generic netlink family.
+// Encoders write a request into a RequestBuffer; decoders turn one reply message into a
+// plain struct. No I/O here, so both directions are unit-tested with in-memory messages.
+#pragma once
+
+#include <linux/gappace.h>
+#include <linux/pkt_sched.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "expected.hpp"
+#include "netlink.hpp"
+#include "prefix.hpp"
+
+namespace gp {
+
+// ------------------------------------------------------------------ qdisc (rtnetlink)
+
+// TCA_OPTIONS of the qdisc. Only options that are set are sent: the kernel keeps its
+// defaults (or, on change, the current values) for the others.
+struct QdiscOptions {
+	std::optional<uint64_t> linkrate; // bit/s; 0 = follow the device ("auto")
+	std::optional<uint32_t> ifg;	  // bytes
+	std::optional<uint32_t> limit;	  // packets
+
+	bool empty() const { return !linkrate && !ifg && !limit; }
+	bool operator==(const QdiscOptions &) const = default;
+};
+
+// RTM_NEWQDISC creating or replacing the root qdisc (tc qdisc replace ... root gappace).
+void encode_qdisc_attach(RequestBuffer &buf, uint32_t ifindex, const QdiscOptions &options);
+// RTM_NEWQDISC changing the options of the root gappace qdisc; fails if it is something else.
+void encode_qdisc_change(RequestBuffer &buf, uint32_t ifindex, const QdiscOptions &options);
+// RTM_DELQDISC of the root qdisc; `handle` makes the kernel refuse if the root changed meanwhile.
+void encode_root_qdisc_delete(RequestBuffer &buf, uint32_t ifindex, uint32_t handle);
+// RTM_GETQDISC dump of every qdisc of the netns.
+void encode_qdisc_dump(RequestBuffer &buf);
+
+// tc_gappace_xstats as received. The kernel may send a shorter (older) or longer (newer)
+// struct: we keep min(len, sizeof) bytes and remember how many, so that fields the kernel
+// did not send are not shown as zeros.
+struct QdiscXstats {
+	tc_gappace_xstats values{};
+	size_t received_len = 0;
+
+	bool has_field(size_t offset, size_t size) const { return offset + size <= received_len; }
+};
+
+// Describes one field of tc_gappace_xstats for printing; `key` is the field name.
+struct XstatsField {
+	std::string_view key;
+	size_t offset;
+	size_t size; // 4 or 8
+	bool is_rate;
+};
+extern const std::array<XstatsField, 16> kXstatsFields;
+uint64_t xstats_field_value(const QdiscXstats &xstats, const XstatsField &field);
+
+struct QdiscInfo {
+	uint32_t ifindex = 0;
+	uint32_t handle = 0;
+	uint32_t parent = 0;
+	std::string kind;
+	QdiscOptions options;		   // as the kernel reports them (gappace only)
+	std::optional<QdiscXstats> xstats; // gappace only
+
+	bool is_root() const { return parent == TC_H_ROOT; }
+	bool is_gappace() const { return kind == GAPPACE_QDISC_KIND; }
+};
+
+Expected<QdiscInfo> decode_qdisc(const nlmsghdr *nlh);
+
+// ------------------------------------------------------------------ generic netlink
+
+void encode_rule_new(RequestBuffer &buf, uint16_t family_id, uint32_t ifindex, const Prefix &dst, uint64_t rate,
+		     bool replace);
+void encode_rule_del(RequestBuffer &buf, uint16_t family_id, uint32_t ifindex, const Prefix &dst);
+// Dump of the rules of one device, or of every device when ifindex is nullopt.
+void encode_rule_dump(RequestBuffer &buf, uint16_t family_id, std::optional<uint32_t> ifindex);
+void encode_stats_get(RequestBuffer &buf, uint16_t family_id, uint32_t ifindex);
+void encode_stats_dump(RequestBuffer &buf, uint16_t family_id);
+
+// Describes one GAPPACE_A_STATS_* counter; `key` is the attribute name, lowercased, without prefix.
+struct CounterField {
+	uint16_t attr;
+	std::string_view key;
+	mnl_attr_data_type type; // MNL_TYPE_U64 or MNL_TYPE_U32
+	bool is_rate;		 // bit/s: printed with units in text output
+};
+extern const std::array<CounterField, 13> kCounterFields;
+
+// The counters of a GAPPACE_A_*_STATS nest, indexed by attribute type; absent ones are nullopt.
+struct Counters {
+	std::array<std::optional<uint64_t>, GAPPACE_A_STATS_MAX + 1> by_attr{};
+
+	const std::optional<uint64_t> &operator[](uint16_t attr) const { return by_attr.at(attr); }
+};
+
+// One reply message of GAPPACE_CMD_RULE_GET.
+struct RuleInfo {
+	uint32_t ifindex = 0;
+	Prefix dst;
+	std::optional<uint64_t> rate;
+	std::optional<Counters> stats;
+};
+
+// One reply message of GAPPACE_CMD_STATS_GET: {IFINDEX, QDISC{...}}.
+struct DeviceStats {
+	uint32_t ifindex = 0;
+	std::optional<uint64_t> linkrate;
+	bool linkrate_auto = false;
+	std::optional<uint32_t> ifg;
+	std::optional<uint32_t> limit;
+	std::optional<uint32_t> rules;
+	std::optional<Counters> stats;
+};
+
+Expected<RuleInfo> decode_rule(const nlmsghdr *nlh);
+Expected<DeviceStats> decode_device_stats(const nlmsghdr *nlh);
+
+} // namespace gp

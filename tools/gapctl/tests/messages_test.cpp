@@ -1,0 +1,503 @@
+#include <gtest/gtest.h>
+#include <linux/gen_stats.h>
+#include <linux/rtnetlink.h>
+
+#include <cstring>
+
+#include "messages.hpp"
+#include "test_util.hpp"
+
+namespace gp {
+namespace {
+
+using test::Attrs;
+using test::MessageBuilder;
+
+constexpr uint16_t kFamily = 0x1234;
+
+Prefix prefix(std::string_view text)
+{
+	auto parsed = parse_prefix(text);
+	EXPECT_TRUE(parsed) << text;
+	return parsed ? *parsed : Prefix{};
+}
+
+const genlmsghdr *genl_header(const nlmsghdr *nlh)
+{
+	return static_cast<const genlmsghdr *>(mnl_nlmsg_get_payload(nlh));
+}
+
+// ------------------------------------------------------------------ qdisc encoders
+
+TEST(QdiscEncoder, AttachSendsOnlyGivenOptions)
+{
+	RequestBuffer buf;
+	QdiscOptions options;
+	options.linkrate = 1000000000;
+	options.limit = 1000;
+	encode_qdisc_attach(buf, 7, options);
+
+	const nlmsghdr *nlh = buf.nlh();
+	EXPECT_EQ(nlh->nlmsg_type, RTM_NEWQDISC);
+	EXPECT_EQ(nlh->nlmsg_flags, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE);
+	const auto *tcm = static_cast<const tcmsg *>(mnl_nlmsg_get_payload(nlh));
+	EXPECT_EQ(tcm->tcm_ifindex, 7);
+	EXPECT_EQ(tcm->tcm_parent, TC_H_ROOT);
+	EXPECT_EQ(tcm->tcm_handle, 0u);
+
+	const auto attrs = Attrs::of_message(nlh, sizeof(tcmsg));
+	EXPECT_EQ(attrs.count, 2);
+	ASSERT_TRUE(attrs[TCA_KIND]);
+	EXPECT_STREQ(mnl_attr_get_str(attrs[TCA_KIND]), "gappace");
+	ASSERT_TRUE(attrs[TCA_OPTIONS]);
+	EXPECT_TRUE(attrs[TCA_OPTIONS]->nla_type & NLA_F_NESTED);
+
+	const auto opts = Attrs::of_nest(attrs[TCA_OPTIONS]);
+	EXPECT_EQ(opts.count, 2);
+	ASSERT_TRUE(opts[TCA_GAPPACE_LINKRATE]);
+	EXPECT_EQ(mnl_attr_get_payload_len(opts[TCA_GAPPACE_LINKRATE]), 8u);
+	EXPECT_EQ(mnl_attr_get_u64(opts[TCA_GAPPACE_LINKRATE]), 1000000000u);
+	EXPECT_FALSE(opts[TCA_GAPPACE_IFG]);
+	ASSERT_TRUE(opts[TCA_GAPPACE_LIMIT]);
+	EXPECT_EQ(mnl_attr_get_payload_len(opts[TCA_GAPPACE_LIMIT]), 4u);
+	EXPECT_EQ(mnl_attr_get_u32(opts[TCA_GAPPACE_LIMIT]), 1000u);
+}
+
+TEST(QdiscEncoder, ChangeDoesNotCreate)
+{
+	RequestBuffer buf;
+	QdiscOptions options;
+	options.ifg = 100;
+	encode_qdisc_change(buf, 3, options);
+	EXPECT_EQ(buf.nlh()->nlmsg_type, RTM_NEWQDISC);
+	EXPECT_EQ(buf.nlh()->nlmsg_flags, NLM_F_REQUEST | NLM_F_ACK);
+	const auto attrs = Attrs::of_message(buf.nlh(), sizeof(tcmsg));
+	const auto opts = Attrs::of_nest(attrs[TCA_OPTIONS]);
+	EXPECT_EQ(opts.count, 1);
+	EXPECT_EQ(mnl_attr_get_u32(opts[TCA_GAPPACE_IFG]), 100u);
+}
+
+TEST(QdiscEncoder, DeleteNamesTheHandleItChecked)
+{
+	RequestBuffer buf;
+	encode_root_qdisc_delete(buf, 4, 0x80010000);
+	EXPECT_EQ(buf.nlh()->nlmsg_type, RTM_DELQDISC);
+	const auto *tcm = static_cast<const tcmsg *>(mnl_nlmsg_get_payload(buf.nlh()));
+	EXPECT_EQ(tcm->tcm_ifindex, 4);
+	EXPECT_EQ(tcm->tcm_parent, TC_H_ROOT);
+	EXPECT_EQ(tcm->tcm_handle, 0x80010000u);
+	EXPECT_EQ(buf.nlh()->nlmsg_len, NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(tcmsg)));
+}
+
+TEST(QdiscEncoder, Dump)
+{
+	RequestBuffer dump;
+	encode_qdisc_dump(dump);
+	EXPECT_EQ(dump.nlh()->nlmsg_type, RTM_GETQDISC);
+	EXPECT_EQ(dump.nlh()->nlmsg_flags, NLM_F_REQUEST | NLM_F_DUMP);
+	const auto *tcm = static_cast<const tcmsg *>(mnl_nlmsg_get_payload(dump.nlh()));
+	EXPECT_EQ(tcm->tcm_ifindex, 0);
+	EXPECT_EQ(tcm->tcm_parent, 0u);
+	EXPECT_EQ(dump.nlh()->nlmsg_len, NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(tcmsg)));
+}
+
+// ------------------------------------------------------------------ qdisc decoder
+
+// A qdisc as the kernel reports it, with `xstats_len` bytes of xstats.
+MessageBuilder qdisc_reply(std::string_view kind, size_t xstats_len, const tc_gappace_xstats &xstats)
+{
+	MessageBuilder msg;
+	nlmsghdr *nlh = msg.nlh();
+	nlh->nlmsg_type = RTM_NEWQDISC;
+	auto *tcm = static_cast<tcmsg *>(mnl_nlmsg_put_extra_header(nlh, sizeof(tcmsg)));
+	tcm->tcm_ifindex = 5;
+	tcm->tcm_handle = 0x80010000;
+	tcm->tcm_parent = TC_H_ROOT;
+	mnl_attr_put_strz(nlh, TCA_KIND, std::string(kind).c_str());
+	nlattr *options = mnl_attr_nest_start(nlh, TCA_OPTIONS);
+	msg.put_u64_padded(TCA_GAPPACE_PAD, TCA_GAPPACE_LINKRATE, 0);
+	mnl_attr_put_u32(nlh, TCA_GAPPACE_IFG, 100);
+	mnl_attr_put_u32(nlh, TCA_GAPPACE_LIMIT, 1000);
+	mnl_attr_put_u32(nlh, TCA_GAPPACE_MAX + 7, 42); // from a newer kernel: ignored
+	mnl_attr_nest_end(nlh, options);
+	nlattr *stats2 = mnl_attr_nest_start(nlh, TCA_STATS2);
+	std::vector<char> app(xstats_len, '\x5a'); // a longer struct has bytes we do not know
+	std::memcpy(app.data(), &xstats, std::min(xstats_len, sizeof(xstats)));
+	mnl_attr_put(nlh, TCA_STATS_APP, app.size(), app.data());
+	mnl_attr_nest_end(nlh, stats2);
+	return msg;
+}
+
+tc_gappace_xstats sample_xstats()
+{
+	tc_gappace_xstats x{};
+	x.linkrate = 1000000000;
+	x.data_packets = 10;
+	x.data_bytes = 15140;
+	x.data_wire_bytes = 15380;
+	x.gap_frames = 3;
+	x.rules = 2;
+	x.ifg = 100;
+	x.limit = 1000;
+	x.qlen = 4;
+	return x;
+}
+
+TEST(QdiscDecoder, OptionsAndFullXstats)
+{
+	auto msg = qdisc_reply("gappace", sizeof(tc_gappace_xstats), sample_xstats());
+	auto qdisc = decode_qdisc(msg.nlh());
+	ASSERT_TRUE(qdisc) << qdisc.error().message;
+	EXPECT_EQ(qdisc->ifindex, 5u);
+	EXPECT_EQ(qdisc->handle, 0x80010000u);
+	EXPECT_TRUE(qdisc->is_root());
+	EXPECT_TRUE(qdisc->is_gappace());
+	EXPECT_EQ(qdisc->options.linkrate, 0u);
+	EXPECT_EQ(qdisc->options.ifg, 100u);
+	EXPECT_EQ(qdisc->options.limit, 1000u);
+	ASSERT_TRUE(qdisc->xstats);
+	EXPECT_EQ(qdisc->xstats->received_len, sizeof(tc_gappace_xstats));
+	EXPECT_EQ(qdisc->xstats->values.data_bytes, 15140u);
+	EXPECT_EQ(qdisc->xstats->values.qlen, 4u);
+}
+
+TEST(QdiscDecoder, ShorterXstatsFromAnOlderModule)
+{
+	const size_t old_len = offsetof(tc_gappace_xstats, data_bytes); // linkrate, data_packets
+	auto msg = qdisc_reply("gappace", old_len, sample_xstats());
+	auto qdisc = decode_qdisc(msg.nlh());
+	ASSERT_TRUE(qdisc);
+	ASSERT_TRUE(qdisc->xstats);
+	EXPECT_EQ(qdisc->xstats->received_len, old_len);
+	EXPECT_EQ(qdisc->xstats->values.data_packets, 10u);
+	EXPECT_EQ(qdisc->xstats->values.data_bytes, 0u);
+	EXPECT_TRUE(qdisc->xstats->has_field(offsetof(tc_gappace_xstats, data_packets), 8));
+	EXPECT_FALSE(qdisc->xstats->has_field(offsetof(tc_gappace_xstats, data_bytes), 8));
+}
+
+TEST(QdiscDecoder, LongerXstatsFromANewerModule)
+{
+	auto msg = qdisc_reply("gappace", sizeof(tc_gappace_xstats) + 16, sample_xstats());
+	auto qdisc = decode_qdisc(msg.nlh());
+	ASSERT_TRUE(qdisc);
+	EXPECT_EQ(qdisc->xstats->received_len, sizeof(tc_gappace_xstats));
+	EXPECT_EQ(qdisc->xstats->values.qlen, 4u);
+}
+
+TEST(QdiscDecoder, OtherKindsKeepOnlyTheirIdentity)
+{
+	auto msg = qdisc_reply("fq_codel", 8, sample_xstats());
+	auto qdisc = decode_qdisc(msg.nlh());
+	ASSERT_TRUE(qdisc);
+	EXPECT_EQ(qdisc->kind, "fq_codel");
+	EXPECT_FALSE(qdisc->is_gappace());
+	EXPECT_TRUE(qdisc->options.empty());
+	EXPECT_FALSE(qdisc->xstats);
+}
+
+TEST(QdiscDecoder, RejectsMalformedOption)
+{
+	MessageBuilder msg;
+	nlmsghdr *nlh = msg.nlh();
+	nlh->nlmsg_type = RTM_NEWQDISC;
+	mnl_nlmsg_put_extra_header(nlh, sizeof(tcmsg));
+	mnl_attr_put_strz(nlh, TCA_KIND, "gappace");
+	nlattr *options = mnl_attr_nest_start(nlh, TCA_OPTIONS);
+	mnl_attr_put_u16(nlh, TCA_GAPPACE_IFG, 12); // u32 expected
+	mnl_attr_nest_end(nlh, options);
+	auto qdisc = decode_qdisc(nlh);
+	ASSERT_FALSE(qdisc);
+	EXPECT_EQ(qdisc.error().err, EBADMSG);
+	EXPECT_EQ(qdisc.error().message, "malformed TCA_GAPPACE_IFG in kernel reply");
+}
+
+// ------------------------------------------------------------------ genl encoders
+
+TEST(RuleEncoder, NewIPv4RoundTrip)
+{
+	RequestBuffer buf;
+	encode_rule_new(buf, kFamily, 7, prefix("10.0.1.0/24"), 100000000, false);
+
+	const nlmsghdr *nlh = buf.nlh();
+	EXPECT_EQ(nlh->nlmsg_type, kFamily);
+	EXPECT_EQ(nlh->nlmsg_flags, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL);
+	EXPECT_EQ(genl_header(nlh)->cmd, GAPPACE_CMD_RULE_NEW);
+	EXPECT_EQ(genl_header(nlh)->version, GAPPACE_GENL_VERSION);
+
+	const auto attrs = Attrs::of_message(nlh, sizeof(genlmsghdr));
+	EXPECT_EQ(attrs.count, 2);
+	EXPECT_EQ(mnl_attr_get_u32(attrs[GAPPACE_A_IFINDEX]), 7u);
+	ASSERT_TRUE(attrs[GAPPACE_A_RULE]);
+	EXPECT_TRUE(attrs[GAPPACE_A_RULE]->nla_type & NLA_F_NESTED);
+
+	const auto rule = Attrs::of_nest(attrs[GAPPACE_A_RULE]);
+	EXPECT_EQ(rule.count, 3);
+	ASSERT_TRUE(rule[GAPPACE_A_RULE_DST_IPV4]);
+	ASSERT_EQ(mnl_attr_get_payload_len(rule[GAPPACE_A_RULE_DST_IPV4]), 4u);
+	const uint8_t expected_dst[4] = {10, 0, 1, 0};
+	EXPECT_EQ(std::memcmp(mnl_attr_get_payload(rule[GAPPACE_A_RULE_DST_IPV4]), expected_dst, 4), 0);
+	EXPECT_FALSE(rule[GAPPACE_A_RULE_DST_IPV6]);
+	ASSERT_EQ(mnl_attr_get_payload_len(rule[GAPPACE_A_RULE_PREFIX_LEN]), 1u);
+	EXPECT_EQ(mnl_attr_get_u8(rule[GAPPACE_A_RULE_PREFIX_LEN]), 24);
+	ASSERT_EQ(mnl_attr_get_payload_len(rule[GAPPACE_A_RULE_RATE]), 8u);
+	EXPECT_EQ(mnl_attr_get_u64(rule[GAPPACE_A_RULE_RATE]), 100000000u);
+}
+
+TEST(RuleEncoder, ReplaceSetsNlmFReplace)
+{
+	RequestBuffer buf;
+	encode_rule_new(buf, kFamily, 7, prefix("10.0.1.1"), 1000, true);
+	EXPECT_EQ(buf.nlh()->nlmsg_flags, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE);
+}
+
+TEST(RuleEncoder, NewIPv6)
+{
+	RequestBuffer buf;
+	encode_rule_new(buf, kFamily, 2, prefix("2001:db8::/48"), 5000, false);
+	const auto attrs = Attrs::of_message(buf.nlh(), sizeof(genlmsghdr));
+	const auto rule = Attrs::of_nest(attrs[GAPPACE_A_RULE]);
+	ASSERT_TRUE(rule[GAPPACE_A_RULE_DST_IPV6]);
+	EXPECT_FALSE(rule[GAPPACE_A_RULE_DST_IPV4]);
+	ASSERT_EQ(mnl_attr_get_payload_len(rule[GAPPACE_A_RULE_DST_IPV6]), 16u);
+	const auto *addr = static_cast<const uint8_t *>(mnl_attr_get_payload(rule[GAPPACE_A_RULE_DST_IPV6]));
+	EXPECT_EQ(addr[0], 0x20);
+	EXPECT_EQ(addr[3], 0xb8);
+	EXPECT_EQ(addr[15], 0);
+	EXPECT_EQ(mnl_attr_get_u8(rule[GAPPACE_A_RULE_PREFIX_LEN]), 48);
+}
+
+TEST(RuleEncoder, DelCarriesNoRate)
+{
+	RequestBuffer buf;
+	encode_rule_del(buf, kFamily, 7, prefix("10.0.1.1"));
+	EXPECT_EQ(buf.nlh()->nlmsg_flags, NLM_F_REQUEST | NLM_F_ACK);
+	EXPECT_EQ(genl_header(buf.nlh())->cmd, GAPPACE_CMD_RULE_DEL);
+	const auto attrs = Attrs::of_message(buf.nlh(), sizeof(genlmsghdr));
+	const auto rule = Attrs::of_nest(attrs[GAPPACE_A_RULE]);
+	EXPECT_EQ(rule.count, 2);
+	EXPECT_FALSE(rule[GAPPACE_A_RULE_RATE]);
+	EXPECT_EQ(mnl_attr_get_u8(rule[GAPPACE_A_RULE_PREFIX_LEN]), 32);
+}
+
+TEST(RuleEncoder, DumpWithAndWithoutDevice)
+{
+	RequestBuffer all;
+	encode_rule_dump(all, kFamily, std::nullopt);
+	EXPECT_EQ(all.nlh()->nlmsg_flags, NLM_F_REQUEST | NLM_F_DUMP);
+	EXPECT_EQ(genl_header(all.nlh())->cmd, GAPPACE_CMD_RULE_GET);
+	EXPECT_EQ(Attrs::of_message(all.nlh(), sizeof(genlmsghdr)).count, 0);
+
+	RequestBuffer one;
+	encode_rule_dump(one, kFamily, 3u);
+	const auto attrs = Attrs::of_message(one.nlh(), sizeof(genlmsghdr));
+	EXPECT_EQ(attrs.count, 1);
+	EXPECT_EQ(mnl_attr_get_u32(attrs[GAPPACE_A_IFINDEX]), 3u);
+}
+
+TEST(StatsEncoder, GetAndDump)
+{
+	RequestBuffer get;
+	encode_stats_get(get, kFamily, 4);
+	EXPECT_EQ(get.nlh()->nlmsg_flags, NLM_F_REQUEST | NLM_F_ACK);
+	EXPECT_EQ(genl_header(get.nlh())->cmd, GAPPACE_CMD_STATS_GET);
+	EXPECT_EQ(mnl_attr_get_u32(Attrs::of_message(get.nlh(), sizeof(genlmsghdr))[GAPPACE_A_IFINDEX]), 4u);
+
+	RequestBuffer dump;
+	encode_stats_dump(dump, kFamily);
+	EXPECT_EQ(dump.nlh()->nlmsg_flags, NLM_F_REQUEST | NLM_F_DUMP);
+	EXPECT_EQ(genl_header(dump.nlh())->cmd, GAPPACE_CMD_STATS_GET);
+}
+
+// ------------------------------------------------------------------ genl decoders
+
+// A RULE_GET reply as the module would send it (with PAD attributes before u64s).
+MessageBuilder rule_reply(bool ipv6, bool with_stats)
+{
+	MessageBuilder msg;
+	msg.genl(kFamily, GAPPACE_CMD_RULE_GET);
+	nlmsghdr *nlh = msg.nlh();
+	mnl_attr_put_u32(nlh, GAPPACE_A_IFINDEX, 7);
+	nlattr *rule = mnl_attr_nest_start(nlh, GAPPACE_A_RULE | NLA_F_NESTED);
+	if (ipv6) {
+		const uint8_t dst[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 1};
+		mnl_attr_put(nlh, GAPPACE_A_RULE_DST_IPV6, sizeof(dst), dst);
+		mnl_attr_put_u8(nlh, GAPPACE_A_RULE_PREFIX_LEN, 48);
+	} else {
+		const uint8_t dst[4] = {10, 0, 1, 0};
+		mnl_attr_put(nlh, GAPPACE_A_RULE_DST_IPV4, sizeof(dst), dst);
+		mnl_attr_put_u8(nlh, GAPPACE_A_RULE_PREFIX_LEN, 24);
+	}
+	msg.put_u64_padded(GAPPACE_A_RULE_PAD, GAPPACE_A_RULE_RATE, 100000000);
+	if (with_stats) {
+		nlattr *stats = mnl_attr_nest_start(nlh, GAPPACE_A_RULE_STATS | NLA_F_NESTED);
+		msg.put_u64_padded(GAPPACE_A_STATS_PAD, GAPPACE_A_STATS_DATA_PACKETS, 1000);
+		msg.put_u64_padded(GAPPACE_A_STATS_PAD, GAPPACE_A_STATS_DATA_BYTES, 1514000);
+		msg.put_u64_padded(GAPPACE_A_STATS_PAD, GAPPACE_A_STATS_GAP_FRAMES, 12);
+		msg.put_u64_padded(GAPPACE_A_STATS_PAD, GAPPACE_A_STATS_ACHIEVED_RATE, 99500000);
+		mnl_attr_put_u32(nlh, GAPPACE_A_STATS_BACKLOG, 3);
+		mnl_attr_put_u64(nlh, GAPPACE_A_STATS_MAX + 1, 77); // unknown to us: ignored
+		mnl_attr_nest_end(nlh, stats);
+	}
+	mnl_attr_nest_end(nlh, rule);
+	return msg;
+}
+
+TEST(RuleDecoder, IPv4WithStats)
+{
+	auto msg = rule_reply(false, true);
+	auto rule = decode_rule(msg.nlh());
+	ASSERT_TRUE(rule) << rule.error().message;
+	EXPECT_EQ(rule->ifindex, 7u);
+	EXPECT_EQ(format_prefix(rule->dst), "10.0.1.0/24");
+	EXPECT_EQ(rule->rate, 100000000u);
+	ASSERT_TRUE(rule->stats);
+	const Counters &stats = *rule->stats;
+	EXPECT_EQ(stats[GAPPACE_A_STATS_DATA_PACKETS], 1000u);
+	EXPECT_EQ(stats[GAPPACE_A_STATS_DATA_BYTES], 1514000u);
+	EXPECT_EQ(stats[GAPPACE_A_STATS_GAP_FRAMES], 12u);
+	EXPECT_EQ(stats[GAPPACE_A_STATS_ACHIEVED_RATE], 99500000u);
+	EXPECT_EQ(stats[GAPPACE_A_STATS_BACKLOG], 3u);
+	EXPECT_FALSE(stats[GAPPACE_A_STATS_DROPS]);
+}
+
+TEST(RuleDecoder, IPv6WithoutStats)
+{
+	auto msg = rule_reply(true, false);
+	auto rule = decode_rule(msg.nlh());
+	ASSERT_TRUE(rule) << rule.error().message;
+	EXPECT_EQ(format_prefix(rule->dst), "2001:db8:1::/48");
+	EXPECT_FALSE(rule->stats);
+}
+
+TEST(RuleDecoder, PrefixLenDefaultsToFullLength)
+{
+	MessageBuilder msg;
+	msg.genl(kFamily, GAPPACE_CMD_RULE_GET);
+	mnl_attr_put_u32(msg.nlh(), GAPPACE_A_IFINDEX, 1);
+	nlattr *rule = mnl_attr_nest_start(msg.nlh(), GAPPACE_A_RULE);
+	const uint8_t dst[4] = {192, 0, 2, 1};
+	mnl_attr_put(msg.nlh(), GAPPACE_A_RULE_DST_IPV4, sizeof(dst), dst);
+	mnl_attr_nest_end(msg.nlh(), rule);
+	auto decoded = decode_rule(msg.nlh());
+	ASSERT_TRUE(decoded);
+	EXPECT_EQ(format_prefix(decoded->dst), "192.0.2.1/32");
+	EXPECT_FALSE(decoded->rate);
+}
+
+TEST(RuleDecoder, RejectsMissingDestination)
+{
+	MessageBuilder msg;
+	msg.genl(kFamily, GAPPACE_CMD_RULE_GET);
+	mnl_attr_put_u32(msg.nlh(), GAPPACE_A_IFINDEX, 1);
+	nlattr *rule = mnl_attr_nest_start(msg.nlh(), GAPPACE_A_RULE);
+	mnl_attr_put_u64(msg.nlh(), GAPPACE_A_RULE_RATE, 1000);
+	mnl_attr_nest_end(msg.nlh(), rule);
+	auto decoded = decode_rule(msg.nlh());
+	ASSERT_FALSE(decoded);
+	EXPECT_EQ(decoded.error().message, "GAPPACE_A_RULE_DST_IPV4/IPV6 missing in kernel reply");
+}
+
+TEST(RuleDecoder, RejectsWrongAddressLength)
+{
+	MessageBuilder msg;
+	msg.genl(kFamily, GAPPACE_CMD_RULE_GET);
+	mnl_attr_put_u32(msg.nlh(), GAPPACE_A_IFINDEX, 1);
+	nlattr *rule = mnl_attr_nest_start(msg.nlh(), GAPPACE_A_RULE);
+	const uint8_t dst[5] = {1, 2, 3, 4, 5};
+	mnl_attr_put(msg.nlh(), GAPPACE_A_RULE_DST_IPV4, sizeof(dst), dst);
+	mnl_attr_nest_end(msg.nlh(), rule);
+	auto decoded = decode_rule(msg.nlh());
+	ASSERT_FALSE(decoded);
+	EXPECT_EQ(decoded.error().message, "malformed GAPPACE_A_RULE_DST_IPV4 in kernel reply");
+}
+
+TEST(RuleDecoder, RejectsPrefixLenBeyondAddress)
+{
+	MessageBuilder msg;
+	msg.genl(kFamily, GAPPACE_CMD_RULE_GET);
+	mnl_attr_put_u32(msg.nlh(), GAPPACE_A_IFINDEX, 1);
+	nlattr *rule = mnl_attr_nest_start(msg.nlh(), GAPPACE_A_RULE);
+	const uint8_t dst[4] = {1, 2, 3, 4};
+	mnl_attr_put(msg.nlh(), GAPPACE_A_RULE_DST_IPV4, sizeof(dst), dst);
+	mnl_attr_put_u8(msg.nlh(), GAPPACE_A_RULE_PREFIX_LEN, 33);
+	mnl_attr_nest_end(msg.nlh(), rule);
+	EXPECT_FALSE(decode_rule(msg.nlh()));
+}
+
+TEST(RuleDecoder, RejectsMissingIfindex)
+{
+	MessageBuilder msg;
+	msg.genl(kFamily, GAPPACE_CMD_RULE_GET);
+	auto decoded = decode_rule(msg.nlh());
+	ASSERT_FALSE(decoded);
+	EXPECT_EQ(decoded.error().message, "GAPPACE_A_IFINDEX missing in kernel reply");
+}
+
+MessageBuilder stats_reply()
+{
+	MessageBuilder msg;
+	msg.genl(kFamily, GAPPACE_CMD_STATS_GET);
+	nlmsghdr *nlh = msg.nlh();
+	mnl_attr_put_u32(nlh, GAPPACE_A_IFINDEX, 3);
+	nlattr *qdisc = mnl_attr_nest_start(nlh, GAPPACE_A_QDISC | NLA_F_NESTED);
+	msg.put_u64_padded(GAPPACE_A_QDISC_PAD, GAPPACE_A_QDISC_LINKRATE, 10000000000);
+	mnl_attr_put(nlh, GAPPACE_A_QDISC_LINKRATE_AUTO, 0, nullptr);
+	mnl_attr_put_u32(nlh, GAPPACE_A_QDISC_IFG, 12);
+	mnl_attr_put_u32(nlh, GAPPACE_A_QDISC_LIMIT, 1000);
+	mnl_attr_put_u32(nlh, GAPPACE_A_QDISC_RULES, 2);
+	nlattr *stats = mnl_attr_nest_start(nlh, GAPPACE_A_QDISC_STATS | NLA_F_NESTED);
+	msg.put_u64_padded(GAPPACE_A_STATS_PAD, GAPPACE_A_STATS_DATA_PACKETS, 5);
+	msg.put_u64_padded(GAPPACE_A_STATS_PAD, GAPPACE_A_STATS_DROPS, 1);
+	msg.put_u64_padded(GAPPACE_A_STATS_PAD, GAPPACE_A_STATS_GAP_ALLOC_FAILURES, 0);
+	mnl_attr_put_u32(nlh, GAPPACE_A_STATS_BACKLOG, 0);
+	mnl_attr_nest_end(nlh, stats);
+	mnl_attr_nest_end(nlh, qdisc);
+	return msg;
+}
+
+TEST(StatsDecoder, FullReply)
+{
+	auto msg = stats_reply();
+	auto stats = decode_device_stats(msg.nlh());
+	ASSERT_TRUE(stats) << stats.error().message;
+	EXPECT_EQ(stats->ifindex, 3u);
+	EXPECT_EQ(stats->linkrate, 10000000000u);
+	EXPECT_TRUE(stats->linkrate_auto);
+	EXPECT_EQ(stats->ifg, 12u);
+	EXPECT_EQ(stats->limit, 1000u);
+	EXPECT_EQ(stats->rules, 2u);
+	ASSERT_TRUE(stats->stats);
+	EXPECT_EQ((*stats->stats)[GAPPACE_A_STATS_DATA_PACKETS], 5u);
+	EXPECT_EQ((*stats->stats)[GAPPACE_A_STATS_DROPS], 1u);
+	EXPECT_EQ((*stats->stats)[GAPPACE_A_STATS_GAP_ALLOC_FAILURES], 0u);
+	EXPECT_EQ((*stats->stats)[GAPPACE_A_STATS_BACKLOG], 0u);
+	EXPECT_FALSE((*stats->stats)[GAPPACE_A_STATS_GAP_FRAMES]);
+}
+
+TEST(StatsDecoder, RejectsBacklogOfWrongSize)
+{
+	MessageBuilder msg;
+	msg.genl(kFamily, GAPPACE_CMD_STATS_GET);
+	mnl_attr_put_u32(msg.nlh(), GAPPACE_A_IFINDEX, 3);
+	nlattr *qdisc = mnl_attr_nest_start(msg.nlh(), GAPPACE_A_QDISC);
+	nlattr *stats = mnl_attr_nest_start(msg.nlh(), GAPPACE_A_QDISC_STATS);
+	mnl_attr_put_u64(msg.nlh(), GAPPACE_A_STATS_BACKLOG, 1); // u32 in the contract
+	mnl_attr_nest_end(msg.nlh(), stats);
+	mnl_attr_nest_end(msg.nlh(), qdisc);
+	auto decoded = decode_device_stats(msg.nlh());
+	ASSERT_FALSE(decoded);
+	EXPECT_EQ(decoded.error().message, "malformed backlog in kernel reply");
+}
+
+TEST(FieldTables, CoverTheWholeUapi)
+{
+	// Every GAPPACE_A_STATS_* counter and every tc_gappace_xstats member has a row.
+	EXPECT_EQ(kCounterFields.size(), size_t{GAPPACE_A_STATS_MAX - GAPPACE_A_STATS_PAD});
+	size_t xstats_bytes = 0;
+	for (const auto &field : kXstatsFields)
+		xstats_bytes += field.size;
+	EXPECT_EQ(xstats_bytes, sizeof(tc_gappace_xstats));
+}
+
+} // namespace
+} // namespace gp

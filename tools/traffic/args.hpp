@@ -1,0 +1,68 @@
+// gp-traffic's command line: one subcommand per mode, each with its own options, parsed into a
+// typed description of what to do. Every mode is bounded by a count or size AND a timeout.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+
+#include "expected.hpp"
+
+namespace gp::traffic {
+
+inline constexpr double kDefaultTimeoutSeconds = 60;
+inline constexpr uint64_t kDefaultUdpPayload = 1472; // a full 1500-byte IPv4 packet
+inline constexpr uint64_t kMaxUdpPayload = 65507;
+
+struct UdpSendArgs {
+	std::string dst;
+	uint16_t port = 0;
+	std::optional<uint16_t> src_port;
+	uint64_t size = kDefaultUdpPayload;
+	uint64_t count = 0;
+	uint32_t flow_id = 0;
+	double timeout_seconds = kDefaultTimeoutSeconds;
+	std::optional<uint64_t> sndbuf;
+};
+
+struct UdpSinkArgs {
+	uint16_t port = 0;
+	uint64_t count = 0;
+	double timeout_seconds = kDefaultTimeoutSeconds;
+	std::optional<uint64_t> rcvbuf;
+};
+
+struct TcpSendArgs {
+	std::string dst;
+	uint16_t port = 0;
+	uint64_t bytes = 0;
+	double timeout_seconds = kDefaultTimeoutSeconds;
+	std::optional<std::string> congestion_control;
+	std::optional<uint64_t> sndbuf;
+};
+
+struct TcpSinkArgs {
+	uint16_t port = 0;
+	std::optional<uint64_t> bytes; // per connection; without it, read to EOF
+	double timeout_seconds = kDefaultTimeoutSeconds;
+	bool once = false;
+};
+
+struct MarkerArgs {
+	std::string dst;
+	std::string name;
+	uint16_t port = 9;
+	double timeout_seconds = kDefaultTimeoutSeconds;
+	bool wait_for_transmit = true;
+};
+
+struct HelpArgs {};
+
+using Command = std::variant<HelpArgs, UdpSendArgs, UdpSinkArgs, TcpSendArgs, TcpSinkArgs, MarkerArgs>;
+
+std::string usage_text();
+
+// argv[0] is the program, argv[1] the subcommand. Errors are usage errors (exit 2).
+Expected<Command> parse_arguments(int argc, char *const argv[]);
+
+} // namespace gp::traffic

@@ -140,9 +140,10 @@ static int gp_rule_parse(struct genl_info *info, struct gp_prefix *prefix, u64 *
 	return 0;
 }
 
+/* RULE_NEW adds (EEXIST if present), RULE_SET adds or replaces. */
 static int gp_cmd_rule_new(struct sk_buff *skb, struct genl_info *info)
 {
-	u32 flags = info->nlhdr->nlmsg_flags;
+	bool replace = info->genlhdr->cmd == GAPPACE_CMD_RULE_SET;
 	struct gp_prefix prefix;
 	struct Qdisc *sch;
 	u64 rate;
@@ -159,7 +160,7 @@ static int gp_cmd_rule_new(struct sk_buff *skb, struct genl_info *info)
 	if (IS_ERR(sch))
 		err = PTR_ERR(sch);
 	else
-		err = gp_rule_set(sch, &prefix, rate, true, flags & NLM_F_REPLACE, info->extack);
+		err = gp_rule_set(sch, &prefix, rate, true, replace, info->extack);
 	rtnl_unlock();
 	return err;
 }
@@ -417,6 +418,10 @@ static const struct genl_ops gp_genl_ops[] = {
 		.cmd	= GAPPACE_CMD_STATS_GET,
 		.doit	= gp_cmd_stats_get,
 		.dumpit	= gp_cmd_stats_dump,
+	},
+	{
+		.cmd	= GAPPACE_CMD_RULE_SET,
+		.doit	= gp_cmd_rule_new,	/* gp_check_admin() */
 	},
 };
 

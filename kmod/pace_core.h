@@ -207,7 +207,7 @@ struct gp_wire {
 };
 
 enum gp_verdict {
-	GP_IDLE,	/* nothing queued */
+	GP_IDLE,	/* nothing to send */
 	GP_SEND_PACED,	/* the head of the earliest paced flow goes now */
 	GP_SEND_UNPACED,/* the head of the unpaced queue goes now */
 	GP_SEND_GAP,	/* a gap frame of .gap_wire wire bytes goes now */
@@ -223,6 +223,8 @@ struct gp_choice {
  * What to hand to the device next. @paced_next is the scheduled start of the
  * earliest backlogged paced flow (only read if @have_paced). A frame is ready
  * when less than one minimum gap frame separates it from its start time.
+ * With nothing queued, the gap owed after the last data frame in IFG mode is
+ * still sent: every frame is followed by its gap, even the last of a burst.
  */
 static inline struct gp_choice gp_choose(const struct gp_wire *w, bool have_unpaced,
 					 bool have_paced, uint64_t paced_next)
@@ -247,15 +249,15 @@ static inline struct gp_choice gp_choose(const struct gp_wire *w, bool have_unpa
 		c.verdict = GP_SEND_UNPACED;
 		return c;
 	}
-	if (!have_paced && !have_unpaced)
-		return c;
-
 	if (have_paced && have_unpaced)
 		wait = wait_paced < wait_unpaced ? wait_paced : wait_unpaced;
+	else if (have_paced)
+		wait = wait_paced;
 	else
-		wait = have_paced ? wait_paced : wait_unpaced;
-	c.verdict = GP_SEND_GAP;
+		wait = wait_unpaced;	/* also the IFG tail when nothing is queued */
 	c.gap_wire = gp_gap_piece(wait);
+	if (c.gap_wire)
+		c.verdict = GP_SEND_GAP;
 	return c;
 }
 

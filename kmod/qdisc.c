@@ -26,7 +26,9 @@
  *    guaranteed share when paced rates are overcommitted (pace_core.h).
  *
  *  - IFG mode: option `ifg` puts ifg - 12 extra byte times of gap after every
- *    data frame, paced or not (the device-wide pacing of PSPacer).
+ *    data frame, paced or not (the device-wide pacing of PSPacer), also after
+ *    the last frame of a burst, so that the gap is on the wire and in the
+ *    counters by the time the burst's sender returns.
  *
  *  - Idle: when the queue was empty, the wire may have been idle. On the next
  *    enqueue the clock moves forward to real time (ktime converted with the
@@ -34,8 +36,9 @@
  *    clock. Idle time thus neither accumulates credit (no burst) nor debt.
  *
  *  - GSO: packets of paced rules are segmented at enqueue so gaps sit between
- *    MTU frames; unpaced GSO packets pass whole (their wire cost is counted
- *    per segment).
+ *    MTU frames; so is every GSO packet in IFG mode, whose gap follows every
+ *    frame. Otherwise unpaced GSO packets pass whole (their wire cost is
+ *    counted per segment).
  *
  *  - One TX queue: every frame is mapped to TX queue 0, so gaps and data share
  *    one ring and leave in the order the qdisc chose. On a multi-queue NIC the
@@ -340,7 +343,7 @@ static int gp_drop(struct sk_buff *skb, struct Qdisc *sch, struct gp_flow *flow,
 	return qdisc_drop(skb, sch, to_free);
 }
 
-/* A GSO packet of a paced flow: queue its segments so gaps go between them. */
+/* A GSO packet that needs gaps between its frames: queue its segments. */
 static int gp_enqueue_segments(struct sk_buff *skb, struct Qdisc *sch, struct gp_flow *flow,
 			       struct sk_buff **to_free)
 {
@@ -377,7 +380,7 @@ static int gp_enqueue(struct sk_buff *skb, struct Qdisc *sch, struct sk_buff **t
 
 	if (!sch->q.qlen)
 		gp_resync(q);
-	if (flow && skb_is_gso(skb))
+	if (skb_is_gso(skb) && (flow || q->wire.ifg_extra))
 		return gp_enqueue_segments(skb, sch, flow, to_free);
 	if (unlikely(sch->q.qlen >= q->limit))
 		return gp_drop(skb, sch, flow, to_free);
@@ -456,13 +459,10 @@ static struct sk_buff *gp_dequeue(struct Qdisc *sch)
 	struct gp_flow *lead, *flow = NULL;
 	struct gp_choice choice;
 	struct sk_buff *skb;
-	u64 wire, start;
+	u64 wire, bytes, start;
 	u32 frames = 1;
 
-	if (!sch->q.qlen)
-		return NULL;
-
-	lead = gp_tree_first(q);
+	lead = sch->q.qlen ? gp_tree_first(q) : NULL;
 	choice = gp_choose(&q->wire, q->unpaced_head, lead, lead ? lead->clock.next : 0);
 
 	if (choice.verdict == GP_SEND_GAP) {
@@ -478,9 +478,13 @@ static struct sk_buff *gp_dequeue(struct Qdisc *sch)
 		}
 		/* no memory for a gap: send the awaited frame early rather than stall */
 		q->gap_alloc_failures++;
+		if (!sch->q.qlen)
+			return NULL;
 		choice.verdict = lead ? GP_SEND_PACED : GP_SEND_UNPACED;
 		choice.contended = false;
 	}
+	if (choice.verdict == GP_IDLE)
+		return NULL;
 
 	if (choice.verdict == GP_SEND_PACED) {
 		flow = lead;
@@ -490,14 +494,16 @@ static struct sk_buff *gp_dequeue(struct Qdisc *sch)
 		skb = gp_skb_pop(&q->unpaced_head);
 	}
 
+	/* count what the wire carries: short frames padded, offloaded VLAN tags inserted */
 	if (skb_is_gso(skb)) {
 		frames = skb_shinfo(skb)->gso_segs;
-		wire = gp_wire_bytes_gso(qdisc_pkt_len(skb), frames);
+		bytes = qdisc_pkt_len(skb);
 	} else {
-		wire = gp_wire_bytes(skb->len);
+		bytes = max_t(u32, skb->len, ETH_ZLEN);
 	}
 	if (skb_vlan_tag_present(skb))
-		wire += (u64)frames * VLAN_HLEN;	/* the NIC inserts the tag */
+		bytes += (u64)frames * VLAN_HLEN;
+	wire = frames > 1 ? gp_wire_bytes_gso(bytes, frames) : gp_wire_bytes(bytes);
 
 	start = q->wire.now;
 	if (flow) {
@@ -510,7 +516,7 @@ static struct sk_buff *gp_dequeue(struct Qdisc *sch)
 			flow->first_start = start;
 		}
 		flow->last_end = start + wire;
-		gp_count(&flow->stats, false, frames, qdisc_pkt_len(skb), wire);
+		gp_count(&flow->stats, false, frames, bytes, wire);
 		q->paced_packets += frames;
 	}
 	gp_wire_sent_data(&q->wire, wire, flow, choice.contended);
@@ -518,7 +524,7 @@ static struct sk_buff *gp_dequeue(struct Qdisc *sch)
 		q->started = true;
 		q->first_start = start;
 	}
-	gp_count(&q->stats, false, frames, qdisc_pkt_len(skb), wire);
+	gp_count(&q->stats, false, frames, bytes, wire);
 
 	qdisc_qstats_backlog_dec(sch, skb);
 	sch->q.qlen--;
@@ -814,7 +820,7 @@ int gp_rule_set(struct Qdisc *sch, const struct gp_prefix *prefix, u64 rate, boo
 		if (!replace) {
 			sch_tree_unlock(sch);
 			kfree(fresh);
-			NL_SET_ERR_MSG_MOD(extack, "a rule for this prefix exists (use replace)");
+			NL_SET_ERR_MSG_MOD(extack, "a rule for this prefix exists (replace it with rule-set)");
 			return -EEXIST;
 		}
 		flow->rate = rate;

@@ -123,6 +123,27 @@ TEST(Choose, IdleWhenNothingQueued)
 	EXPECT_EQ(gp_choose(&w, false, false, 0).verdict, GP_IDLE);
 }
 
+TEST(Choose, IfgTailIsSentWithNothingQueued)
+{
+	gp_wire w{};
+	w.ifg_extra = 100 - GP_IPG_BYTES;
+	gp_wire_sent_data(&w, 1538, false, false);
+	auto c = gp_choose(&w, false, false, 0);
+	EXPECT_EQ(c.verdict, GP_SEND_GAP);
+	EXPECT_EQ(c.gap_wire, 88u);
+	gp_wire_sent_gap(&w, c.gap_wire);
+	EXPECT_EQ(gp_choose(&w, false, false, 0).verdict, GP_IDLE);
+}
+
+TEST(Choose, TailBelowOneGapFrameIsCarriedNotSent)
+{
+	gp_wire w{};
+	w.ifg_extra = 50 - GP_IPG_BYTES;  // 38 byte times: no gap frame is that short
+	gp_wire_sent_data(&w, 1538, false, false);
+	EXPECT_EQ(gp_choose(&w, false, false, 0).verdict, GP_IDLE);
+	EXPECT_EQ(gp_choose(&w, true, false, 0).verdict, GP_SEND_UNPACED);  // sent early, carried
+}
+
 TEST(Choose, UnpacedGoesAtOnceWithStandardGap)
 {
 	gp_wire w{};

@@ -278,8 +278,10 @@ Expected<QdiscInfo> decode_qdisc(const nlmsghdr *nlh)
 void encode_rule_new(RequestBuffer &buf, uint16_t family_id, uint32_t ifindex, const Prefix &dst, uint64_t rate,
 		     bool replace)
 {
-	const uint16_t flags = NLM_F_ACK | NLM_F_CREATE | (replace ? NLM_F_REPLACE : NLM_F_EXCL);
-	put_rule(put_genl_header(buf, family_id, GAPPACE_CMD_RULE_NEW, flags), ifindex, dst, rate);
+	// Generic netlink has no create/replace flags (they alias the dump flags and strict
+	// families refuse them): adding and replacing are two commands.
+	const uint8_t cmd = replace ? GAPPACE_CMD_RULE_SET : GAPPACE_CMD_RULE_NEW;
+	put_rule(put_genl_header(buf, family_id, cmd, NLM_F_ACK), ifindex, dst, rate);
 }
 
 void encode_rule_del(RequestBuffer &buf, uint16_t family_id, uint32_t ifindex, const Prefix &dst)

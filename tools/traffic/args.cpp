@@ -150,6 +150,8 @@ private:
 };
 
 constexpr uint64_t kMaxBufferBytes = 1ULL << 30; // socket buffers: the kernel clamps far below anyway
+constexpr uint64_t kMaxGsoSegments = 64;	   // UDP_MAX_SEGMENTS of the oldest kernel we run on
+constexpr uint64_t kMaxGsoBytes = 65507;	   // one IPv4 UDP datagram's payload
 
 template <class Args> Expected<Command> finish(const OptionReader &reader, Args args)
 {
@@ -169,6 +171,10 @@ Expected<Command> parse_udp_send(OptionReader &r)
 	a.flow_id = static_cast<uint32_t>(r.number("flow", false, 0, UINT32_MAX).value_or(0));
 	a.timeout_seconds = r.timeout();
 	a.sndbuf = r.number("sndbuf", false, 1, kMaxBufferBytes, true);
+	a.gso_segments = r.number("gso", false, 1, kMaxGsoSegments).value_or(1);
+	if (!r.error() && a.gso_segments > 1 && a.gso_segments * a.size > kMaxGsoBytes)
+		return make_error(EINVAL, "--gso " + std::to_string(a.gso_segments) + " x --size " +
+						  std::to_string(a.size) + " exceeds a 64 KB UDP GSO send");
 	return finish(r, a);
 }
 
@@ -230,7 +236,7 @@ const std::vector<Mode> &modes()
 	static const std::vector<Mode> all{
 		{"udp-send",
 		 {{"dst", true}, {"port", true}, {"src-port", true}, {"size", true}, {"count", true}, {"flow", true},
-		  {"timeout", true}, {"sndbuf", true}},
+		  {"timeout", true}, {"sndbuf", true}, {"gso", true}},
 		 parse_udp_send},
 		{"udp-sink", {{"port", true}, {"count", true}, {"timeout", true}, {"rcvbuf", true}}, parse_udp_sink},
 		{"tcp-send",
@@ -248,7 +254,7 @@ std::string usage_text()
 {
 	return "usage: gp-traffic MODE [OPTIONS]   (every mode: --timeout SECONDS, default 60)\n"
 	       "  udp-send --dst ADDR --port P [--src-port P] [--size PAYLOAD_BYTES] --count N [--flow ID]\n"
-	       "           [--sndbuf BYTES]\n"
+	       "           [--sndbuf BYTES] [--gso SEGMENTS]\n"
 	       "  udp-sink --port P --count N [--rcvbuf BYTES]\n"
 	       "  tcp-send --dst ADDR --port P --bytes N [--cc NAME] [--sndbuf BYTES]\n"
 	       "  tcp-sink --port P [--bytes N] [--once]\n"

@@ -23,6 +23,9 @@ struct UdpSendArgs {
 	uint32_t flow_id = 0;
 	double timeout_seconds = kDefaultTimeoutSeconds;
 	std::optional<uint64_t> sndbuf;
+	// Datagrams per sendmsg with UDP_SEGMENT (1 = plain sends): a sender that hands the
+	// stack 64 KB at a time keeps up with a fast wire where one syscall per datagram cannot.
+	uint64_t gso_segments = 1;
 };
 
 struct UdpSinkArgs {

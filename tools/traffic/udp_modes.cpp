@@ -1,8 +1,11 @@
 // udp-send and udp-sink.
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <poll.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <span>
 #include <cstdio>
 #include <map>
 #include <thread>
@@ -29,6 +32,11 @@ Expected<UniqueFd> sender_socket(const UdpSendArgs &args, int family)
 			return ok.error();
 	if (auto ok = set_io_timeout(fd->get(), kIoSliceMs); !ok)
 		return ok.error();
+	if (args.gso_segments > 1) {
+		const int segment = static_cast<int>(args.size);
+		if (::setsockopt(fd->get(), SOL_UDP, UDP_SEGMENT, &segment, sizeof(segment)) != 0)
+			return system_error("UDP_SEGMENT");
+	}
 	if (args.src_port) {
 		const SocketAddress any = any_address(family, *args.src_port);
 		if (::bind(fd->get(), any.get(), any.length) != 0)
@@ -37,9 +45,10 @@ Expected<UniqueFd> sender_socket(const UdpSendArgs &args, int family)
 	return fd;
 }
 
-// Sends one datagram, retrying what only means "not now": a full socket buffer (the qdisc is the
-// pacer, so this is the normal state) and a device queue that is momentarily out of room.
-Expected<bool> send_datagram(int fd, const std::vector<uint8_t> &payload, const SocketAddress &to,
+// Sends one datagram (or, with UDP_SEGMENT, one train of them), retrying what only means
+// "not now": a full socket buffer (the qdisc is the pacer, so this is the normal state) and a
+// device queue that is momentarily out of room.
+Expected<bool> send_datagram(int fd, std::span<const uint8_t> payload, const SocketAddress &to,
 			     const Deadline &deadline)
 {
 	for (;;) {
@@ -66,15 +75,21 @@ int run_udp_send(const UdpSendArgs &args)
 	if (!fd)
 		return fail(kSendMode, fd.error());
 
-	std::vector<uint8_t> payload(args.size, 0);
-	const std::span<uint8_t, kPayloadHeaderSize> header(payload.data(), kPayloadHeaderSize);
+	// One train of gso_segments datagrams, each with its own header: the kernel cuts the
+	// buffer into datagrams of args.size bytes.
+	std::vector<uint8_t> train(args.size * args.gso_segments, 0);
 	const Stopwatch stopwatch;
 	uint64_t sent = 0;
 	bool timed_out = false;
 	std::optional<Error> error;
-	for (; sent < args.count; ++sent) {
-		encode_payload_header({args.flow_id, sent}, header);
-		const auto ok = send_datagram(fd->get(), payload, *to, deadline);
+	while (sent < args.count) {
+		const uint64_t n = std::min(args.gso_segments, args.count - sent);
+		for (uint64_t i = 0; i < n; ++i)
+			encode_payload_header({args.flow_id, sent + i},
+					      std::span<uint8_t, kPayloadHeaderSize>(train.data() + i * args.size,
+										     kPayloadHeaderSize));
+		const auto ok = send_datagram(fd->get(), std::span<const uint8_t>(train.data(), n * args.size), *to,
+					      deadline);
 		if (!ok) {
 			error = ok.error();
 			break;
@@ -83,6 +98,7 @@ int run_udp_send(const UdpSendArgs &args)
 			timed_out = true;
 			break;
 		}
+		sent += n;
 	}
 	const double seconds = stopwatch.seconds();
 

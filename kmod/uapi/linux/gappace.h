@@ -53,7 +53,7 @@ struct tc_gappace_xstats {
 	__u64 gap_bytes;
 	__u64 gap_wire_bytes;
 	__u64 paced_packets;	/* data frames that matched a flow rule */
-	__u64 gso_segmented;	/* GSO packets of paced flows split in the qdisc */
+	__u64 gso_segmented;	/* GSO packets split in the qdisc (paced flows, IFG mode) */
 	__u64 drops;		/* packets dropped at enqueue (limit, segmentation failure) */
 	__u64 idle_resyncs;	/* wire clock moved forward to real time after idle */
 	__u64 gap_alloc_failures; /* gap frames that could not be built: sent data early */
@@ -75,7 +75,9 @@ struct tc_gappace_xstats {
 enum gappace_cmd {
 	GAPPACE_CMD_UNSPEC,
 	/* Add a flow rule {IFINDEX, RULE{DST_IPV4|DST_IPV6, [PREFIX_LEN], RATE}}.
-	 * EEXIST if the prefix has a rule, unless NLM_F_REPLACE. */
+	 * EEXIST if the prefix has a rule (see GAPPACE_CMD_RULE_SET). Generic
+	 * netlink takes no NLM_F_CREATE/EXCL/REPLACE: those bits alias the dump
+	 * flags and strict families refuse them. */
 	GAPPACE_CMD_RULE_NEW,
 	/* Delete the rule {IFINDEX, RULE{DST_IPV4|DST_IPV6, [PREFIX_LEN]}}.
 	 * Its queued packets move to the unpaced queue: nothing is dropped. */
@@ -86,6 +88,9 @@ enum gappace_cmd {
 	/* Qdisc configuration and statistics of IFINDEX (doit), or of every
 	 * gappace device of the netns (dump). Reply: {IFINDEX, QDISC{...}}. */
 	GAPPACE_CMD_STATS_GET,
+	/* Set the rate of the rule for a prefix, adding the rule if there is
+	 * none (same attributes as RULE_NEW). Its counters restart. */
+	GAPPACE_CMD_RULE_SET,
 	__GAPPACE_CMD_MAX
 };
 #define GAPPACE_CMD_MAX (__GAPPACE_CMD_MAX - 1)

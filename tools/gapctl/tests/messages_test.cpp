@@ -220,7 +220,8 @@ TEST(RuleEncoder, NewIPv4RoundTrip)
 
 	const nlmsghdr *nlh = buf.nlh();
 	EXPECT_EQ(nlh->nlmsg_type, kFamily);
-	EXPECT_EQ(nlh->nlmsg_flags, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL);
+	// no create/excl flags: in generic netlink they alias the dump flags
+	EXPECT_EQ(nlh->nlmsg_flags, NLM_F_REQUEST | NLM_F_ACK);
 	EXPECT_EQ(genl_header(nlh)->cmd, GAPPACE_CMD_RULE_NEW);
 	EXPECT_EQ(genl_header(nlh)->version, GAPPACE_GENL_VERSION);
 
@@ -243,11 +244,12 @@ TEST(RuleEncoder, NewIPv4RoundTrip)
 	EXPECT_EQ(mnl_attr_get_u64(rule[GAPPACE_A_RULE_RATE]), 100000000u);
 }
 
-TEST(RuleEncoder, ReplaceSetsNlmFReplace)
+TEST(RuleEncoder, ReplaceIsTheRuleSetCommand)
 {
 	RequestBuffer buf;
 	encode_rule_new(buf, kFamily, 7, prefix("10.0.1.1"), 1000, true);
-	EXPECT_EQ(buf.nlh()->nlmsg_flags, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE);
+	EXPECT_EQ(buf.nlh()->nlmsg_flags, NLM_F_REQUEST | NLM_F_ACK);
+	EXPECT_EQ(genl_header(buf.nlh())->cmd, GAPPACE_CMD_RULE_SET);
 }
 
 TEST(RuleEncoder, NewIPv6)

@@ -463,7 +463,7 @@ static struct sk_buff *gp_dequeue(struct Qdisc *sch)
 	u32 frames = 1;
 
 	lead = sch->q.qlen ? gp_tree_first(q) : NULL;
-	choice = gp_choose(&q->wire, q->unpaced_head, lead, lead ? lead->clock.next : 0);
+	choice = gp_choose(&q->wire, q->unpaced_head != NULL, lead != NULL, lead ? lead->clock.next : 0);
 
 	if (choice.verdict == GP_SEND_GAP) {
 		skb = gp_gap_frame(q, choice.gap_wire);
@@ -519,7 +519,7 @@ static struct sk_buff *gp_dequeue(struct Qdisc *sch)
 		gp_count(&flow->stats, false, frames, bytes, wire);
 		q->paced_packets += frames;
 	}
-	gp_wire_sent_data(&q->wire, wire, flow, choice.contended);
+	gp_wire_sent_data(&q->wire, wire, flow != NULL, choice.contended);
 	if (!q->started) {
 		q->started = true;
 		q->first_start = start;

@@ -110,10 +110,19 @@ run_test() {
 # Kernel trouble shows up in dmesg even when the test itself "passes".
 # /lib/gp/dmesg-ignore holds extended regexes of known-benign lines.
 check_dmesg() {
-    local hits
+    local hits re
     dmesg >"$RESULTS/dmesg.txt" 2>&1
+    # whole WARN blocks that are the emulator's (dmesg-ignore-blocks, each with its reason)
+    cp "$RESULTS/dmesg.txt" /tmp/dmesg.checked
+    while IFS= read -r re; do
+        case $re in '' | '#'*) continue ;; esac
+        if grep -q -E "$re" /tmp/dmesg.checked; then
+            say "ignoring known emulator warning block: $re"
+            sed -E -i "\#$re#,\#---\[ end trace#d" /tmp/dmesg.checked
+        fi
+    done </lib/gp/dmesg-ignore-blocks
     hits=$(grep -E 'WARNING:|BUG:|Oops|general protection|Call Trace|refcount_t|list_del corruption|kernel BUG' \
-        "$RESULTS/dmesg.txt" | grep -v -E -f /lib/gp/dmesg-ignore 2>/dev/null)
+        /tmp/dmesg.checked | grep -v -E -f /lib/gp/dmesg-ignore 2>/dev/null)
     if [ -n "$hits" ]; then
         say "kernel problems found in dmesg:"
         echo "$hits" | head -n 40 | sed 's/^/gp-init: dmesg: /'

@@ -111,6 +111,7 @@ add_base_system() {
     grep -v -E '^[[:space:]]*(#|$)' "$SCRIPT_DIR/dmesg-ignore.txt" >"$STAGE/lib/gp/dmesg-ignore" || true
     # An empty pattern file would make "grep -v -f" drop every line.
     [[ -s $STAGE/lib/gp/dmesg-ignore ]] || echo '^GP-NEVER-MATCHES$' >"$STAGE/lib/gp/dmesg-ignore"
+    cp "$SCRIPT_DIR/dmesg-ignore-blocks.txt" "$STAGE/lib/gp/dmesg-ignore-blocks"
 
     local t
     for t in "$SCRIPT_DIR"/tests/*.sh; do

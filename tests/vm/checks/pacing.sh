@@ -119,7 +119,9 @@ done
 u=$(phase mixed | jq -c '.flows[] | select(.name == "u")')
 ushare=$(jq --argjson l "$link" '.phase_rate / $l' <<<"$u")
 note "  unpaced: $(jq .frames <<<"$u") frames, $(jq -n --argjson s "$ushare" '$s * 1000 | round / 10') % of the link over the phase"
-jq -ne --argjson s "$ushare" '$s >= 0.30' >/dev/null || fail "mixed: the unpaced flow got only $ushare of the link"
+# not starved: the qdisc guarantees unpaced traffic 1/8 of a contended wire (GP_UNPACED_SHARE);
+# beyond that its share here is set by the blaster's CPU time on one vCPU
+jq -ne --argjson s "$ushare" '$s >= 0.125' >/dev/null || fail "mixed: the unpaced flow got only $ushare of the link"
 
 # --- paced TCP with TSO/GSO on
 note ""

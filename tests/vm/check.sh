@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# check.sh — the guest-kernel tests (make check-vm): for every kernel under test,
+# build gappace.ko against its headers, pack an initramfs with the module and
+# our tools, boot each test in QEMU, then run its host-side assertions.
+#
+# Usage: check.sh --build DIR [--kernel KVER]... [--test NAME]... [--frames N]
+#   --build DIR     the CMake build directory (tools are taken from it)
+#   --kernel KVER   only this kernel (repeatable; default: kernels.sh list)
+#   --test NAME     only this test (repeatable; default: all of TESTS below)
+#   --frames N      data frames per pacing phase (default 1000)
+# Output under DIR/vm/check/KVER/TEST/ (console.log, results/, eth0.pcap, report.txt).
+set -euo pipefail
+
+SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
+REPO_ROOT=$(cd -- "$SCRIPT_DIR/../.." && pwd)
+
+# name : guest timeout (s) : capture?
+TESTS=(pacing:900:capture lifecycle:300: badinput:300:)
+LINK_BITS=1000000	# the pacing test's declared link rate (tests/pacing.sh: gp.linkmbit=1)
+
+BUILD=
+KERNELS=()
+ONLY=()
+FRAMES=1000
+while [[ $# -gt 0 ]]; do
+	case $1 in
+	--build) BUILD=${2:?}; shift 2 ;;
+	--kernel) KERNELS+=("${2:?}"); shift 2 ;;
+	--test) ONLY+=("${2:?}"); shift 2 ;;
+	--frames) FRAMES=${2:?}; shift 2 ;;
+	*) echo "check.sh: unknown argument: $1" >&2; exit 2 ;;
+	esac
+done
+[[ -n $BUILD && -x $BUILD/tools/gapctl/gapctl ]] || { echo "check.sh: --build DIR with built tools needed (make userspace)" >&2; exit 2; }
+((${#KERNELS[@]})) || mapfile -t KERNELS < <("$SCRIPT_DIR/kernels.sh" list)
+((${#KERNELS[@]})) || { echo "check.sh: no kernels to test" >&2; exit 2; }
+
+wanted() {
+	((${#ONLY[@]} == 0)) && return 0
+	local t
+	for t in "${ONLY[@]}"; do [[ $t == "$1" ]] && return 0; done
+	return 1
+}
+
+results=()
+failed=0
+for kver in "${KERNELS[@]}"; do
+	kdir=$("$SCRIPT_DIR/kernels.sh" fetch "$kver")
+	headers=$("$SCRIPT_DIR/kernels.sh" headers "$kver")
+	out_k=$BUILD/vm/check/$kver
+	mkdir -p "$out_k"
+	echo "== $kver: building gappace.ko"
+	make -s -C "$REPO_ROOT/kmod" KDIR="$headers" BUILD_DIR="$BUILD/kmod/$kver" 2>&1 | grep -v "Skipping BTF" || true
+	[[ -f $BUILD/kmod/$kver/gappace.ko ]] || { echo "module build failed for $kver" >&2; exit 1; }
+	"$SCRIPT_DIR/mkinitramfs.sh" --kernel-dir "$kdir" --out "$out_k/initrd.gz" \
+		--module "$BUILD/kmod/$kver/gappace.ko" --kmod veth --kmod sch_prio \
+		--bin "$BUILD/tools/gapctl/gapctl" --bin "$BUILD/tools/traffic/gp-traffic" \
+		--bin "$BUILD/tools/probes/gp-nlprobe" \
+		--file "$BUILD/tools/tc/q_gappace.so:/usr/lib/x86_64-linux-gnu/tc/q_gappace.so" >/dev/null
+
+	for spec in "${TESTS[@]}"; do
+		IFS=: read -r name timeout capture <<<"$spec"
+		wanted "$name" || continue
+		out=$out_k/$name
+		rm -rf "${out:?}"	# no stale report from an earlier run
+		args=(--kernel-dir "$kdir" --initrd "$out_k/initrd.gz" --test "$name" --out "$out" --timeout "$timeout"
+			--append "gp.frames=$FRAMES gp.linkmbit=$((LINK_BITS / 1000000))")
+		[[ -n $capture ]] && args+=(--capture)
+		status=PASS
+		if ! "$SCRIPT_DIR/run-guest.sh" "${args[@]}"; then
+			status=FAIL
+		elif [[ -x $SCRIPT_DIR/checks/$name.sh ]] &&
+			! "$SCRIPT_DIR/checks/$name.sh" "$out" "$BUILD/tools/wirecheck/gp-wirecheck" "$LINK_BITS" "$FRAMES" >/dev/null; then
+			status=FAIL
+			cat "$out/report.txt" >&2 || true
+		fi
+		[[ -f $out/report.txt ]] && sed 's/^/    /' "$out/report.txt"
+		results+=("$(printf '%-24s %-10s %s' "$kver" "$name" "$status")")
+		[[ $status == PASS ]] || failed=$((failed + 1))
+	done
+done
+
+echo
+echo "guest-kernel tests:"
+printf '  %s\n' "${results[@]}"
+((failed == 0)) || { echo "$failed failed" >&2; exit 1; }

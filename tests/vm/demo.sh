@@ -23,8 +23,10 @@ run=$BUILD/vm/check/$kver/pacing
 echo "On the wire, a flow paced at 25 % of the link: each data frame is followed by"
 echo "gap frames (802.3x PAUSE, pause_time 0) worth three frame times:"
 echo
-tcpdump -nn -e -r "$run/eth0.pcap" 2>/dev/null |
-	awk '/GPPHASE rate-25/ { on = 1; next } on && n < 12 { n++; print "  " $0 }' | cut -c1-118
+# the phase starts at its marker frame (line first_frame of tcpdump's listing)
+first=$(jq '.phases[] | select(.name == "rate-25") | .first_frame' "$run/wirecheck.json")
+tcpdump -nn -e -r "$run/eth0.pcap" 2>/dev/null | sed -n "$((first + 1)),$((first + 12))p" |
+	sed -E 's/^[0-9:.]+ //; s/^/  /' | cut -c1-110
 echo
 echo "Measured on the capture (gp-wirecheck), against the plan:"
 sed -n '/^IFG mode/,$p' "$run/report.txt" | sed 's/^/  /'

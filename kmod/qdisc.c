@@ -134,10 +134,15 @@ static struct Qdisc_ops gp_qdisc_ops;
 
 void gp_prefix_mask(struct gp_prefix *p)
 {
-	if (p->family == AF_INET)
+	struct in6_addr addr;
+
+	if (p->family == AF_INET) {
 		p->addr.v4 &= p->len ? htonl(~0U << (32 - p->len)) : 0;
-	else
-		ipv6_addr_prefix(&p->addr.v6, &p->addr.v6, p->len);
+		return;
+	}
+	/* ipv6_addr_prefix() clears its destination first: never in place */
+	addr = p->addr.v6;
+	ipv6_addr_prefix(&p->addr.v6, &addr, p->len);
 }
 
 static bool gp_prefix_equal(const struct gp_prefix *a, const struct gp_prefix *b)

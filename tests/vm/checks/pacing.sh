@@ -136,6 +136,22 @@ note "tcp-tso: $(jq .frames <<<"$f") frames, $seg GSO packets segmented in the q
 within "$(jq .achieved_rate <<<"$f")" $((link / 5)) 1 && jq -e --argjson w $((link / 5)) '.achieved_rate <= $w * 1.005' <<<"$f" >/dev/null \
 	|| fail "tcp-tso: faster than planned"
 
+# --- IPv6: longest prefix wins (/128 at 25 % inside a /64 at 10 %)
+note ""
+note "ipv6 (longest prefix match):"
+v6=$("$wirecheck" -j --linkrate "$link" --dev-mac "$mac" --flow "a=fd00:1::2/128,rate=$((link / 4))" \
+	--flow "b=fd00:1::3/128,rate=$((link / 10))" "$pcap" | jq -c '.phases[] | select(.name == "ipv6")')
+for spec in "a 25 fd00:1::2/128" "b 10 fd00:1::3 (via /64)"; do
+	set -- $spec
+	f=$(jq -c --arg f "$1" '.flows[] | select(.name == $f)' <<<"$v6")
+	want=$((link * $2 / 100))
+	got=$(jq .achieved_rate <<<"$f")
+	note "  $3 ${4:-} ${5:-} at $2 %: $(relerr "$got" "$want") %, $(jq .frames <<<"$f") frames, spacing violations $(jq .spacing.violations <<<"$f")"
+	within "$got" "$want" "$tol" || fail "ipv6 $3: achieved $got, planned $want"
+	(($(jq .frames <<<"$f") >= frames)) || fail "ipv6 $3: only $(jq .frames <<<"$f") frames"
+done
+[[ $(jq '.invalid_gaps.count' <<<"$v6") == 0 ]] || fail "ipv6: invalid gap frames"
+
 # --- tc shows the qdisc's counters through the plugin
 grep -q "gap_frames" "$res/tc-show.txt" || fail "tc -s qdisc show prints no gappace counters"
 

@@ -5,7 +5,8 @@
 #   ifg-N        device IFG mode, total inter-frame gap N bytes, one UDP stream
 #   rate-P       one paced flow (10.0.1.1) at P% of the link, UDP, backlogged
 #   mixed        paced 10.0.1.1 at 10% + paced 10.0.2.1 at 25% + unpaced 10.0.3.1
-#   tcp-tso      paced TCP to 10.0.1.1 at 20% with TSO on, unpaced UDP alongside
+#   tcp-tso      paced TCP to 10.0.1.1 at 20% with TSO on
+#   ipv6         fd00:1::/64 at 10% and fd00:1::2/128 at 25%: longest prefix wins
 # Before and after each phase the qdisc's counters are saved (stats/PHASE.*.json);
 # the host side (checks/pacing.sh) compares them with the capture.
 #
@@ -144,6 +145,46 @@ wait "$sink" || gp_fail "tcp-sink"
 drain tcp-tso
 snapshot tcp-tso.after
 gapctl -j pace show dev eth0 >"$(gp_result rules/tcp-tso.json)"
+
+# --- IPv6 rules and longest-prefix match: fd00:1::2 matches both rules and
+# must get the /128's 25 %, fd00:1::3 only the /64's 10 %. IPv6 comes up last
+# so that its router solicitations and MLD reports cannot disturb the phases
+# above. Bring-up is a phase of its own (ipv6-setup, not compared with the
+# counters); no DAD and no router solicitations, and MLD repeats its reports
+# after 10 ms instead of a random delay of up to a second, so that the stack's
+# own frames are out before the measured phase starts.
+marker ipv6-setup
+v6quiet() { # IFACE
+    echo "net.ipv6.conf.$1.accept_dad=0 net.ipv6.conf.$1.router_solicitations=0
+net.ipv6.conf.$1.mldv1_unsolicited_report_interval=10 net.ipv6.conf.$1.mldv2_unsolicited_report_interval=10"
+}
+for ns in "" "gp_peer"; do
+    # shellcheck disable=SC2046
+    $ns sysctl -qw $(v6quiet all) $(v6quiet default) >/dev/null
+    $ns sysctl -qw net.ipv6.conf.all.disable_ipv6=0 >/dev/null
+done
+# shellcheck disable=SC2046
+sysctl -qw $(v6quiet eth0) net.ipv6.conf.eth0.disable_ipv6=0 >/dev/null
+# shellcheck disable=SC2046
+gp_peer sysctl -qw $(v6quiet eth1) net.ipv6.conf.eth1.disable_ipv6=0 >/dev/null
+ip -6 addr add fd00:1::1/64 dev eth0 nodad
+gp_peer ip -6 addr add fd00:1::2/64 dev eth1 nodad
+gp_peer ip -6 addr add fd00:1::3/64 dev eth1 nodad
+mac1=$(gp_peer cat /sys/class/net/eth1/address)
+ip -6 neigh replace fd00:1::2 lladdr "$mac1" dev eth0 nud permanent
+ip -6 neigh replace fd00:1::3 lladdr "$mac1" dev eth0 nud permanent
+gp_check "pace /64" gapctl pace add dev eth0 dst fd00:1::/64 rate "$(kbit 10)"
+gp_check "pace /128" gapctl pace add dev eth0 dst fd00:1::2/128 rate "$(kbit 25)"
+sleep 1
+snapshot ipv6.before
+marker ipv6
+exec_udp fd00:1::2 "$frames" 61 --size 1452 --gso 44 --sndbuf $((frames * 4096)) \
+    >"$(gp_result traffic/ipv6-128.json)" || gp_fail "udp-send fd00:1::2"
+exec_udp fd00:1::3 "$frames" 62 --size 1452 --gso 44 --sndbuf $((frames * 4096)) \
+    >"$(gp_result traffic/ipv6-64.json)" || gp_fail "udp-send fd00:1::3"
+drain ipv6
+snapshot ipv6.after
+gapctl -j pace show dev eth0 >"$(gp_result rules/ipv6.json)"
 
 # the tc plugin (installed where Debian's tc looks for it) shows the same counters
 tc -s qdisc show dev eth0 >"$(gp_result tc-show.txt)" 2>&1 || gp_fail "tc -s qdisc show"

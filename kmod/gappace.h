@@ -71,6 +71,50 @@ unsigned int gp_rules_snapshot(struct Qdisc *sch, unsigned int first, struct gp_
 			       unsigned int max, u32 *gen);
 void gp_qdisc_snapshot(struct Qdisc *sch, struct gp_qdisc_info *out);
 
+/* A TCP connection as ss shows it: s* the local end, d* the peer (or only
+ * daddr, for "every connection to this peer"). Ports in network order. */
+struct gp_rto_tuple {
+	u8 family;
+	__be16 sport, dport;
+	union {
+		__be32 v4;
+		struct in6_addr v6;
+	} saddr, daddr;
+};
+
+struct gp_rto_request {
+	u32 rto_min_us, delack_max_us;	/* as asked (delack: the default if not) */
+	u32 rto_min, delack_max;	/* jiffies to apply */
+	u32 ttl_ms;			/* 0 = until the lease ends */
+};
+
+struct gp_rto_result {
+	u32 count;
+	u32 effective_rto_min_us, effective_delack_max_us;
+};
+
+struct gp_rto_info {
+	struct gp_rto_tuple tuple;
+	u32 rto_min_us, delack_max_us;
+	u32 effective_rto_min_us, effective_delack_max_us;
+	u32 orig_rto_min_us, orig_delack_max_us;
+	u32 rto_us;
+	u32 owner_portid, owner_pid;
+	bool has_ttl;
+	u32 ttl_left_ms;
+};
+
+/* rto.c */
+int gp_rto_init(void);
+void gp_rto_exit(void);
+int gp_rto_set(struct net *net, const struct gp_rto_tuple *t, bool by_peer,
+	       const struct gp_rto_request *req, u32 owner_portid, struct gp_rto_result *res,
+	       struct netlink_ext_ack *extack);
+int gp_rto_clear(struct net *net, const struct gp_rto_tuple *t, bool by_peer, u32 *count,
+		 struct netlink_ext_ack *extack);
+unsigned int gp_rto_snapshot(struct net *net, unsigned int first, struct gp_rto_info *out,
+			     unsigned int max);
+
 /* netlink.c */
 int gp_genl_register(void);
 void gp_genl_unregister(void);

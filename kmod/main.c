@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * main.c - gappace module entry: registers the qdisc and the generic netlink
- * family, and unwinds in reverse order.
+ * main.c - gappace module entry: registers the qdisc, the RTO override's
+ * lease tracking and the generic netlink family, and unwinds in reverse order.
  */
 #include <linux/module.h>
 #include <uapi/linux/gappace.h>
@@ -20,6 +20,9 @@ static int __init gp_mod_init(void)
 	err = gp_qdisc_register();
 	if (err)
 		goto err_qdisc;
+	err = gp_rto_init();
+	if (err)
+		goto err_rto;
 	err = gp_genl_register();
 	if (err)
 		goto err_genl;
@@ -27,6 +30,8 @@ static int __init gp_mod_init(void)
 	return 0;
 
 err_genl:
+	gp_rto_exit();
+err_rto:
 	gp_qdisc_unregister();
 err_qdisc:
 	return err;
@@ -34,7 +39,8 @@ err_qdisc:
 
 static void __exit gp_mod_exit(void)
 {
-	gp_genl_unregister();
+	gp_genl_unregister();	/* no new requests */
+	gp_rto_exit();		/* every overridden socket gets its values back */
 	gp_qdisc_unregister();
 }
 

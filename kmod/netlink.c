@@ -16,6 +16,7 @@
 #include <linux/slab.h>
 #include <net/genetlink.h>
 #include <net/ipv6.h>
+#include <net/tcp.h>
 #include <uapi/linux/gappace.h>
 
 #include "compat.h"
@@ -35,9 +36,34 @@ static const struct nla_policy gp_rule_policy[GAPPACE_A_RULE_MAX + 1] = {
 					    .reject_message = "statistics are read-only" },
 };
 
+#define GP_REPLY_ONLY { .type = NLA_REJECT, .reject_message = "attribute is only sent by the kernel" }
+
+/* Ranges that depend on HZ are checked in gp_rto_parse() with EINVAL and a message. */
+static const struct nla_policy gp_rto_policy[GAPPACE_A_RTO_MAX + 1] = {
+	[GAPPACE_A_RTO_SADDR_IPV4]	= NLA_POLICY_EXACT_LEN(sizeof(__be32)),
+	[GAPPACE_A_RTO_SADDR_IPV6]	= NLA_POLICY_EXACT_LEN(sizeof(struct in6_addr)),
+	[GAPPACE_A_RTO_SPORT]		= { .type = NLA_BE16 },
+	[GAPPACE_A_RTO_DADDR_IPV4]	= NLA_POLICY_EXACT_LEN(sizeof(__be32)),
+	[GAPPACE_A_RTO_DADDR_IPV6]	= NLA_POLICY_EXACT_LEN(sizeof(struct in6_addr)),
+	[GAPPACE_A_RTO_DPORT]		= { .type = NLA_BE16 },
+	[GAPPACE_A_RTO_RTO_MIN_US]	= { .type = NLA_U32 },
+	[GAPPACE_A_RTO_DELACK_MAX_US]	= { .type = NLA_U32 },
+	[GAPPACE_A_RTO_TTL_MS]		= { .type = NLA_U32 },
+	[GAPPACE_A_RTO_EFFECTIVE_RTO_MIN_US]	= GP_REPLY_ONLY,
+	[GAPPACE_A_RTO_EFFECTIVE_DELACK_MAX_US]	= GP_REPLY_ONLY,
+	[GAPPACE_A_RTO_ORIG_RTO_MIN_US]		= GP_REPLY_ONLY,
+	[GAPPACE_A_RTO_ORIG_DELACK_MAX_US]	= GP_REPLY_ONLY,
+	[GAPPACE_A_RTO_RTO_US]			= GP_REPLY_ONLY,
+	[GAPPACE_A_RTO_OWNER_PORTID]		= GP_REPLY_ONLY,
+	[GAPPACE_A_RTO_OWNER_PID]		= GP_REPLY_ONLY,
+	[GAPPACE_A_RTO_TTL_LEFT_MS]		= GP_REPLY_ONLY,
+	[GAPPACE_A_RTO_COUNT]			= GP_REPLY_ONLY,
+};
+
 static const struct nla_policy gp_policy[GAPPACE_A_MAX + 1] = {
 	[GAPPACE_A_IFINDEX]	= NLA_POLICY_MIN(NLA_U32, 1),
 	[GAPPACE_A_RULE]	= NLA_POLICY_NESTED(gp_rule_policy),
+	[GAPPACE_A_RTO]		= NLA_POLICY_NESTED(gp_rto_policy),
 	[GAPPACE_A_QDISC]	= { .type = NLA_REJECT,
 				    .reject_message = "qdisc settings are changed through tc (gapctl qdisc change)" },
 };
@@ -401,6 +427,241 @@ static int gp_cmd_stats_dump(struct sk_buff *skb, struct netlink_callback *cb)
 	return skb->len;
 }
 
+
+/* ------------------------------------------------------------ RTO override */
+
+/* {RTO{tuple | daddr only, ...}}: the connection(s) and, for RTO_SET, the values. */
+static int gp_rto_parse(struct genl_info *info, struct gp_rto_tuple *t, bool *by_peer,
+			struct gp_rto_request *req)
+{
+	struct netlink_ext_ack *extack = info->extack;
+	struct nlattr *rb[GAPPACE_A_RTO_MAX + 1], *nest;
+	bool has_saddr, has_sport, has_dport;
+	int err;
+
+	if (GENL_REQ_ATTR_CHECK(info, GAPPACE_A_RTO))
+		return -EINVAL;
+	nest = info->attrs[GAPPACE_A_RTO];
+	err = nla_parse_nested(rb, GAPPACE_A_RTO_MAX, nest, gp_rto_policy, extack);
+	if (err)
+		return err;
+
+	memset(t, 0, sizeof(*t));
+	if (rb[GAPPACE_A_RTO_DADDR_IPV4] && rb[GAPPACE_A_RTO_DADDR_IPV6]) {
+		NL_SET_ERR_MSG_ATTR(extack, rb[GAPPACE_A_RTO_DADDR_IPV6], "give one peer address, not two");
+		return -EINVAL;
+	}
+	if (rb[GAPPACE_A_RTO_DADDR_IPV4]) {
+		t->family = AF_INET;
+		t->daddr.v4 = nla_get_in_addr(rb[GAPPACE_A_RTO_DADDR_IPV4]);
+	} else if (rb[GAPPACE_A_RTO_DADDR_IPV6]) {
+		t->family = AF_INET6;
+		t->daddr.v6 = nla_get_in6_addr(rb[GAPPACE_A_RTO_DADDR_IPV6]);
+	} else {
+		NL_SET_ERR_ATTR_MISS(extack, nest, GAPPACE_A_RTO_DADDR_IPV4);
+		NL_SET_ERR_MSG_MOD(extack, "the peer address (daddr-ipv4 or daddr-ipv6) is missing");
+		return -EINVAL;
+	}
+
+	has_saddr = rb[GAPPACE_A_RTO_SADDR_IPV4] || rb[GAPPACE_A_RTO_SADDR_IPV6];
+	has_sport = rb[GAPPACE_A_RTO_SPORT];
+	has_dport = rb[GAPPACE_A_RTO_DPORT];
+	*by_peer = !has_saddr && !has_sport && !has_dport;
+	if (!*by_peer) {
+		if (!has_saddr || !has_sport || !has_dport) {
+			NL_SET_ERR_MSG_MOD(extack, "a connection needs saddr, sport, daddr and dport (or only daddr for every connection to the peer)");
+			return -EINVAL;
+		}
+		if ((t->family == AF_INET && !rb[GAPPACE_A_RTO_SADDR_IPV4]) ||
+		    (t->family == AF_INET6 && !rb[GAPPACE_A_RTO_SADDR_IPV6])) {
+			NL_SET_ERR_MSG_MOD(extack, "local and peer address are of different families");
+			return -EINVAL;
+		}
+		if (t->family == AF_INET)
+			t->saddr.v4 = nla_get_in_addr(rb[GAPPACE_A_RTO_SADDR_IPV4]);
+		else
+			t->saddr.v6 = nla_get_in6_addr(rb[GAPPACE_A_RTO_SADDR_IPV6]);
+		t->sport = nla_get_be16(rb[GAPPACE_A_RTO_SPORT]);
+		t->dport = nla_get_be16(rb[GAPPACE_A_RTO_DPORT]);
+		if (!t->sport || !t->dport) {
+			NL_SET_ERR_MSG_MOD(extack, "port 0 is no connection's port");
+			return -EINVAL;
+		}
+	}
+	if (!req)
+		return 0;
+
+	/* bounds as the kernel's TCP_BPF_RTO_MIN: 2 jiffies .. 200 ms, rounded up to jiffies */
+	memset(req, 0, sizeof(*req));
+	if (NL_REQ_ATTR_CHECK(extack, nest, rb, GAPPACE_A_RTO_RTO_MIN_US)) {
+		NL_SET_ERR_MSG_MOD(extack, "rto-min-us is missing");
+		return -EINVAL;
+	}
+	req->rto_min_us = nla_get_u32(rb[GAPPACE_A_RTO_RTO_MIN_US]);
+	req->rto_min = usecs_to_jiffies(req->rto_min_us);
+	if (!req->rto_min_us || req->rto_min < TCP_TIMEOUT_MIN || req->rto_min > TCP_RTO_MIN) {
+#ifdef NL_SET_ERR_MSG_ATTR_FMT	/* 6.2+: say what 2 jiffies are on this kernel */
+		NL_SET_ERR_MSG_ATTR_FMT(extack, rb[GAPPACE_A_RTO_RTO_MIN_US],
+					"rto-min-us must be at least 2 jiffies (%u us) and at most 200 ms",
+					jiffies_to_usecs(TCP_TIMEOUT_MIN));
+#else
+		NL_SET_ERR_MSG_ATTR(extack, rb[GAPPACE_A_RTO_RTO_MIN_US],
+				    "rto-min-us must be at least 2 jiffies and at most 200 ms");
+#endif
+		return -EINVAL;
+	}
+	if (rb[GAPPACE_A_RTO_DELACK_MAX_US]) {
+		req->delack_max_us = nla_get_u32(rb[GAPPACE_A_RTO_DELACK_MAX_US]);
+		req->delack_max = usecs_to_jiffies(req->delack_max_us);
+		if (!req->delack_max_us || req->delack_max >= req->rto_min) {
+			NL_SET_ERR_MSG_ATTR(extack, rb[GAPPACE_A_RTO_DELACK_MAX_US],
+					    "delack-max-us must be at least 1 jiffy and below the RTO floor");
+			return -EINVAL;
+		}
+	} else {
+		req->delack_max = max(req->rto_min - 1, 1U);	/* below the floor */
+		req->delack_max_us = jiffies_to_usecs(req->delack_max);
+	}
+	if (rb[GAPPACE_A_RTO_TTL_MS]) {
+		req->ttl_ms = nla_get_u32(rb[GAPPACE_A_RTO_TTL_MS]);
+		if (!req->ttl_ms || req->ttl_ms > 24U * 3600 * 1000) {
+			NL_SET_ERR_MSG_ATTR(extack, rb[GAPPACE_A_RTO_TTL_MS],
+					    "ttl-ms must be between 1 ms and one day");
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int gp_rto_reply(struct genl_info *info, u8 cmd, u32 count, const struct gp_rto_result *res)
+{
+	struct sk_buff *msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
+	struct nlattr *nest;
+	void *hdr;
+
+	if (!msg)
+		return -ENOMEM;
+	hdr = genlmsg_put_reply(msg, info, &gp_genl_family, 0, cmd);
+	if (!hdr)
+		goto full;
+	nest = nla_nest_start(msg, GAPPACE_A_RTO);
+	if (!nest || nla_put_u32(msg, GAPPACE_A_RTO_COUNT, count))
+		goto full;
+	if (res && (nla_put_u32(msg, GAPPACE_A_RTO_EFFECTIVE_RTO_MIN_US, res->effective_rto_min_us) ||
+		    nla_put_u32(msg, GAPPACE_A_RTO_EFFECTIVE_DELACK_MAX_US, res->effective_delack_max_us)))
+		goto full;
+	nla_nest_end(msg, nest);
+	genlmsg_end(msg, hdr);
+	return genlmsg_reply(msg, info);
+full:
+	nlmsg_free(msg);
+	return -EMSGSIZE;
+}
+
+static int gp_cmd_rto_set(struct sk_buff *skb, struct genl_info *info)
+{
+	struct gp_rto_request req;
+	struct gp_rto_result res;
+	struct gp_rto_tuple t;
+	bool by_peer;
+	int err;
+
+	err = gp_check_admin(skb, info);
+	if (err)
+		return err;
+	err = gp_rto_parse(info, &t, &by_peer, &req);
+	if (err)
+		return err;
+	err = gp_rto_set(genl_info_net(info), &t, by_peer, &req, info->snd_portid, &res, info->extack);
+	if (err)
+		return err;
+	return gp_rto_reply(info, GAPPACE_CMD_RTO_SET, res.count, &res);
+}
+
+static int gp_cmd_rto_clear(struct sk_buff *skb, struct genl_info *info)
+{
+	struct gp_rto_tuple t;
+	bool by_peer;
+	u32 count;
+	int err;
+
+	err = gp_check_admin(skb, info);
+	if (err)
+		return err;
+	err = gp_rto_parse(info, &t, &by_peer, NULL);
+	if (err)
+		return err;
+	err = gp_rto_clear(genl_info_net(info), &t, by_peer, &count, info->extack);
+	if (err)
+		return err;
+	return gp_rto_reply(info, GAPPACE_CMD_RTO_CLEAR, count, NULL);
+}
+
+static int gp_put_addr(struct sk_buff *skb, int v4_type, int v6_type, u8 family,
+		       const __be32 *v4, const struct in6_addr *v6)
+{
+	return family == AF_INET ? nla_put_in_addr(skb, v4_type, *v4) : nla_put_in6_addr(skb, v6_type, v6);
+}
+
+static int gp_fill_rto(struct sk_buff *skb, const struct gp_rto_info *r, u32 portid, u32 seq)
+{
+	const struct gp_rto_tuple *t = &r->tuple;
+	struct nlattr *nest;
+	void *hdr;
+
+	hdr = genlmsg_put(skb, portid, seq, &gp_genl_family, NLM_F_MULTI, GAPPACE_CMD_RTO_GET);
+	if (!hdr)
+		return -EMSGSIZE;
+	nest = nla_nest_start(skb, GAPPACE_A_RTO);
+	if (!nest ||
+	    gp_put_addr(skb, GAPPACE_A_RTO_SADDR_IPV4, GAPPACE_A_RTO_SADDR_IPV6, t->family, &t->saddr.v4,
+			&t->saddr.v6) ||
+	    nla_put_be16(skb, GAPPACE_A_RTO_SPORT, t->sport) ||
+	    gp_put_addr(skb, GAPPACE_A_RTO_DADDR_IPV4, GAPPACE_A_RTO_DADDR_IPV6, t->family, &t->daddr.v4,
+			&t->daddr.v6) ||
+	    nla_put_be16(skb, GAPPACE_A_RTO_DPORT, t->dport) ||
+	    nla_put_u32(skb, GAPPACE_A_RTO_RTO_MIN_US, r->rto_min_us) ||
+	    nla_put_u32(skb, GAPPACE_A_RTO_DELACK_MAX_US, r->delack_max_us) ||
+	    nla_put_u32(skb, GAPPACE_A_RTO_EFFECTIVE_RTO_MIN_US, r->effective_rto_min_us) ||
+	    nla_put_u32(skb, GAPPACE_A_RTO_EFFECTIVE_DELACK_MAX_US, r->effective_delack_max_us) ||
+	    nla_put_u32(skb, GAPPACE_A_RTO_ORIG_RTO_MIN_US, r->orig_rto_min_us) ||
+	    nla_put_u32(skb, GAPPACE_A_RTO_ORIG_DELACK_MAX_US, r->orig_delack_max_us) ||
+	    nla_put_u32(skb, GAPPACE_A_RTO_RTO_US, r->rto_us) ||
+	    nla_put_u32(skb, GAPPACE_A_RTO_OWNER_PORTID, r->owner_portid) ||
+	    nla_put_u32(skb, GAPPACE_A_RTO_OWNER_PID, r->owner_pid) ||
+	    (r->has_ttl && nla_put_u32(skb, GAPPACE_A_RTO_TTL_LEFT_MS, r->ttl_left_ms))) {
+		genlmsg_cancel(skb, hdr);
+		return -EMSGSIZE;
+	}
+	nla_nest_end(skb, nest);
+	genlmsg_end(skb, hdr);
+	return 0;
+}
+
+/* cb->args[0]: overrides of this netns already sent. */
+static int gp_cmd_rto_dump(struct sk_buff *skb, struct netlink_callback *cb)
+{
+	struct gp_rto_info *batch;
+	unsigned int n, i;
+
+	batch = kmalloc_array(GP_DUMP_BATCH, sizeof(*batch), GFP_KERNEL);
+	if (!batch)
+		return -ENOMEM;
+	for (;;) {
+		n = gp_rto_snapshot(sock_net(skb->sk), cb->args[0], batch, GP_DUMP_BATCH);
+		for (i = 0; i < n; i++) {
+			if (gp_fill_rto(skb, &batch[i], NETLINK_CB(cb->skb).portid, cb->nlh->nlmsg_seq))
+				goto out;	/* skb full: resume here */
+			cb->args[0]++;
+		}
+		if (n < GP_DUMP_BATCH)
+			break;
+	}
+out:
+	kfree(batch);
+	return skb->len;
+}
+
 static const struct genl_ops gp_genl_ops[] = {
 	{
 		.cmd	= GAPPACE_CMD_RULE_NEW,
@@ -422,6 +683,18 @@ static const struct genl_ops gp_genl_ops[] = {
 	{
 		.cmd	= GAPPACE_CMD_RULE_SET,
 		.doit	= gp_cmd_rule_new,	/* gp_check_admin() */
+	},
+	{
+		.cmd	= GAPPACE_CMD_RTO_SET,
+		.doit	= gp_cmd_rto_set,	/* gp_check_admin() */
+	},
+	{
+		.cmd	= GAPPACE_CMD_RTO_CLEAR,
+		.doit	= gp_cmd_rto_clear,	/* gp_check_admin() */
+	},
+	{
+		.cmd	= GAPPACE_CMD_RTO_GET,
+		.dumpit	= gp_cmd_rto_dump,
 	},
 };
 

@@ -55,7 +55,7 @@ for kver in "${KERNELS[@]}"; do
 	"$SCRIPT_DIR/mkinitramfs.sh" --kernel-dir "$kdir" --out "$out_k/initrd.gz" \
 		--module "$BUILD/kmod/$kver/gappace.ko" --kmod veth --kmod sch_prio \
 		--bin "$BUILD/tools/gapctl/gapctl" --bin "$BUILD/tools/traffic/gp-traffic" \
-		--bin "$BUILD/tools/probes/gp-nlprobe" \
+		--bin "$BUILD/tools/probes/gp-nlprobe" --bin /usr/bin/ss \
 		--file "$BUILD/tools/tc/q_gappace.so:/usr/lib/x86_64-linux-gnu/tc/q_gappace.so" >/dev/null
 
 	for spec in "${TESTS[@]}"; do

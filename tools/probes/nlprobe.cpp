@@ -128,6 +128,34 @@ Case qdisc_case(const char *name, int err, std::function<void(nlmsghdr *)> optio
 		}};
 }
 
+// An RTO request: {RTO{daddr 10.0.0.2, [saddr 10.0.0.1, sport, dport], extra...}}.
+Case rto_case(const char *name, int err, uint8_t cmd, bool unprivileged,
+	      std::function<void(nlmsghdr *)> fill)
+{
+	return {name, err, unprivileged, false,
+		[cmd, fill](RequestBuffer &buf, uint16_t family, uint32_t, uint32_t) {
+			genl_header(buf, family, cmd);
+			nlattr *nest = mnl_attr_nest_start(buf.nlh(), GAPPACE_A_RTO);
+			fill(buf.nlh());
+			mnl_attr_nest_end(buf.nlh(), nest);
+		}};
+}
+
+void put_peer(nlmsghdr *n)
+{
+	const uint32_t peer = htonl(0x0a000002);	// 10.0.0.2
+	mnl_attr_put(n, GAPPACE_A_RTO_DADDR_IPV4, 4, &peer);
+}
+
+void put_tuple(nlmsghdr *n)
+{
+	const uint32_t local = htonl(0x0a000001);
+	mnl_attr_put(n, GAPPACE_A_RTO_SADDR_IPV4, 4, &local);
+	mnl_attr_put_u16(n, GAPPACE_A_RTO_SPORT, htons(40000));
+	put_peer(n);
+	mnl_attr_put_u16(n, GAPPACE_A_RTO_DPORT, htons(6000));
+}
+
 std::vector<Case> all_cases()
 {
 	std::vector<Case> cases;
@@ -209,6 +237,42 @@ std::vector<Case> all_cases()
 				 mnl_attr_put_u32(buf.nlh(), GAPPACE_A_IFINDEX, ifindex);
 				 put_rule(buf, {.rate = false});
 			 }});
+	cases.push_back(rto_case("rto_set_unprivileged", EPERM, GAPPACE_CMD_RTO_SET, true, [](nlmsghdr *n) {
+		put_peer(n);
+		mnl_attr_put_u32(n, GAPPACE_A_RTO_RTO_MIN_US, 10000);
+	}));
+	cases.push_back(rto_case("rto_clear_unprivileged", EPERM, GAPPACE_CMD_RTO_CLEAR, true, put_peer));
+	cases.push_back(rto_case("rto_set_missing_peer", EINVAL, GAPPACE_CMD_RTO_SET, false,
+				 [](nlmsghdr *n) { mnl_attr_put_u32(n, GAPPACE_A_RTO_RTO_MIN_US, 10000); }));
+	cases.push_back(rto_case("rto_set_partial_tuple", EINVAL, GAPPACE_CMD_RTO_SET, false, [](nlmsghdr *n) {
+		put_peer(n);
+		mnl_attr_put_u16(n, GAPPACE_A_RTO_DPORT, htons(6000));
+		mnl_attr_put_u32(n, GAPPACE_A_RTO_RTO_MIN_US, 10000);
+	}));
+	cases.push_back(rto_case("rto_set_missing_rto_min", EINVAL, GAPPACE_CMD_RTO_SET, false, put_tuple));
+	cases.push_back(rto_case("rto_set_below_two_jiffies", EINVAL, GAPPACE_CMD_RTO_SET, false, [](nlmsghdr *n) {
+		put_tuple(n);
+		mnl_attr_put_u32(n, GAPPACE_A_RTO_RTO_MIN_US, 1000);
+	}));
+	cases.push_back(rto_case("rto_set_above_200ms", EINVAL, GAPPACE_CMD_RTO_SET, false, [](nlmsghdr *n) {
+		put_tuple(n);
+		mnl_attr_put_u32(n, GAPPACE_A_RTO_RTO_MIN_US, 250000);
+	}));
+	cases.push_back(rto_case("rto_set_ttl_zero", EINVAL, GAPPACE_CMD_RTO_SET, false, [](nlmsghdr *n) {
+		put_tuple(n);
+		mnl_attr_put_u32(n, GAPPACE_A_RTO_RTO_MIN_US, 10000);
+		mnl_attr_put_u32(n, GAPPACE_A_RTO_TTL_MS, 0);
+	}));
+	cases.push_back(rto_case("rto_set_reply_only_attribute", EINVAL, GAPPACE_CMD_RTO_SET, false, [](nlmsghdr *n) {
+		put_tuple(n);
+		mnl_attr_put_u32(n, GAPPACE_A_RTO_RTO_MIN_US, 10000);
+		mnl_attr_put_u32(n, GAPPACE_A_RTO_OWNER_PID, 1);
+	}));
+	cases.push_back(rto_case("rto_set_unknown_tuple", ENOENT, GAPPACE_CMD_RTO_SET, false, [](nlmsghdr *n) {
+		put_tuple(n);
+		mnl_attr_put_u32(n, GAPPACE_A_RTO_RTO_MIN_US, 10000);
+	}));
+	cases.push_back(rto_case("rto_clear_nothing", ENOENT, GAPPACE_CMD_RTO_CLEAR, false, put_tuple));
 	cases.push_back(qdisc_case("qdisc_ifg_below_standard", ERANGE,
 				   [](nlmsghdr *n) { mnl_attr_put_u32(n, TCA_GAPPACE_IFG, 5); }));
 	cases.push_back(qdisc_case("qdisc_ifg_too_large", ERANGE,

@@ -91,6 +91,17 @@ enum gappace_cmd {
 	/* Set the rate of the rule for a prefix, adding the rule if there is
 	 * none (same attributes as RULE_NEW). Its counters restart. */
 	GAPPACE_CMD_RULE_SET,
+	/* Lower the minimum RTO (and the delayed-ACK ceiling) of established TCP
+	 * sockets: {RTO{tuple | DADDR only (every socket to that peer),
+	 * RTO_MIN_US, [DELACK_MAX_US], [TTL_MS]}}. The override is a lease owned
+	 * by the requesting netlink socket: when it closes (or TTL_MS passes, or
+	 * the module unloads), the socket's own values come back. Reply:
+	 * {RTO{COUNT, EFFECTIVE_RTO_MIN_US, EFFECTIVE_DELACK_MAX_US}}. */
+	GAPPACE_CMD_RTO_SET,
+	/* Restore sockets now: {RTO{tuple | DADDR only}}. Reply {RTO{COUNT}}. */
+	GAPPACE_CMD_RTO_CLEAR,
+	/* Dump the active overrides of the netns: {RTO{tuple, ...all values}}. */
+	GAPPACE_CMD_RTO_GET,
 	__GAPPACE_CMD_MAX
 };
 #define GAPPACE_CMD_MAX (__GAPPACE_CMD_MAX - 1)
@@ -101,6 +112,7 @@ enum gappace_a {
 	GAPPACE_A_IFINDEX,	/* u32 */
 	GAPPACE_A_RULE,		/* nest, enum gappace_a_rule */
 	GAPPACE_A_QDISC,	/* nest, enum gappace_a_qdisc */
+	GAPPACE_A_RTO,		/* nest, enum gappace_a_rto */
 	__GAPPACE_A_MAX
 };
 #define GAPPACE_A_MAX (__GAPPACE_A_MAX - 1)
@@ -154,5 +166,36 @@ enum gappace_a_stats {
 	__GAPPACE_A_STATS_MAX
 };
 #define GAPPACE_A_STATS_MAX (__GAPPACE_A_STATS_MAX - 1)
+
+/*
+ * A TCP connection as `ss` shows it: SADDR:SPORT is the local end, DADDR:DPORT
+ * the peer. Ports are in network byte order. Times are microseconds; the
+ * kernel rounds them up to jiffies and reports what it applied (at HZ=250,
+ * 5000 us becomes 8000 us).
+ */
+enum gappace_a_rto {
+	GAPPACE_A_RTO_UNSPEC,
+	GAPPACE_A_RTO_PAD,
+	GAPPACE_A_RTO_SADDR_IPV4,	/* binary[4] */
+	GAPPACE_A_RTO_SADDR_IPV6,	/* binary[16] */
+	GAPPACE_A_RTO_SPORT,		/* be16 */
+	GAPPACE_A_RTO_DADDR_IPV4,	/* binary[4] */
+	GAPPACE_A_RTO_DADDR_IPV6,	/* binary[16] */
+	GAPPACE_A_RTO_DPORT,		/* be16 */
+	GAPPACE_A_RTO_RTO_MIN_US,	/* u32: requested floor, 2 jiffies .. 200 ms */
+	GAPPACE_A_RTO_DELACK_MAX_US,	/* u32: delayed-ACK ceiling; default floor - 1 jiffy */
+	GAPPACE_A_RTO_TTL_MS,		/* u32: the override ends after this long */
+	GAPPACE_A_RTO_EFFECTIVE_RTO_MIN_US,	/* u32: what the socket's RTO is floored at now */
+	GAPPACE_A_RTO_EFFECTIVE_DELACK_MAX_US,	/* u32 */
+	GAPPACE_A_RTO_ORIG_RTO_MIN_US,		/* u32: the socket's own value, restored at the end */
+	GAPPACE_A_RTO_ORIG_DELACK_MAX_US,	/* u32 */
+	GAPPACE_A_RTO_RTO_US,		/* u32: the socket's current RTO */
+	GAPPACE_A_RTO_OWNER_PORTID,	/* u32: netlink port id holding the lease */
+	GAPPACE_A_RTO_OWNER_PID,	/* u32: process that made the request */
+	GAPPACE_A_RTO_TTL_LEFT_MS,	/* u32: absent without a TTL */
+	GAPPACE_A_RTO_COUNT,		/* u32: sockets changed or restored */
+	__GAPPACE_A_RTO_MAX
+};
+#define GAPPACE_A_RTO_MAX (__GAPPACE_A_RTO_MAX - 1)
 
 #endif /* _UAPI_LINUX_GAPPACE_H */

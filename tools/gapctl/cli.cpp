@@ -105,6 +105,64 @@ Expected<PaceRuleArgs> parse_pace_rule_args(Args args, bool with_rate, bool allo
 	return parsed;
 }
 
+// A TIME argument in microseconds: more than 0, at most the u32 the kernel takes.
+Expected<uint32_t> parse_time_arg(std::string_view what, std::string_view text)
+{
+	const auto us = parse_time_us(text);
+	if (!us)
+		return usage("invalid " + std::string(what) + " " + quoted(text) +
+			     " (a time: e.g. 5ms, 200us, 0.01s; a bare number is microseconds)");
+	if (*us == 0 || *us > std::numeric_limits<uint32_t>::max())
+		return usage("invalid " + std::string(what) + " " + quoted(text) + " (must be 1us .. 4294967295us)");
+	return static_cast<uint32_t>(*us);
+}
+
+// ttl TIME, sent in milliseconds (rounded up).
+Expected<uint32_t> parse_ttl_arg(std::string_view text)
+{
+	const auto us = parse_time_us(text);
+	if (!us)
+		return usage("invalid ttl " + quoted(text) + " (a time: e.g. 30s, 500ms; a bare number is microseconds)");
+	const uint64_t ms = *us / 1000 + (*us % 1000 ? 1 : 0);
+	if (ms == 0 || ms > std::numeric_limits<uint32_t>::max())
+		return usage("invalid ttl " + quoted(text) + " (must be 1ms .. 4294967295ms)");
+	return static_cast<uint32_t>(ms);
+}
+
+// { SADDR:SPORT DADDR:DPORT | peer ADDR } at the front of args; `used` says how many words.
+Expected<RtoTarget> parse_rto_target(Args args, size_t &used)
+{
+	RtoTarget target;
+	if (!args.empty() && args.front() == "peer") {
+		if (args.size() < 2)
+			return usage("missing address after \"peer\"");
+		auto peer = parse_host_address(args[1]);
+		if (!peer)
+			return peer.error();
+		target.peer = *peer;
+		used = 2;
+		return target;
+	}
+	if (args.empty())
+		return usage("missing the connection: SADDR:SPORT DADDR:DPORT, or peer ADDR");
+	auto local = parse_endpoint(args[0]);
+	if (!local)
+		return local.error();
+	if (args.size() < 2)
+		return usage("missing the peer end DADDR:DPORT after " + quoted(args[0]));
+	auto peer = parse_endpoint(args[1]);
+	if (!peer)
+		return peer.error();
+	if (local->family != peer->family)
+		return usage("both ends must be IPv4 or both IPv6: " + quoted(args[0]) + " " + quoted(args[1]));
+	target.local = *local;
+	target.peer = *peer;
+	used = 2;
+	return target;
+}
+
+constexpr std::array<Keyword, 2> kRtoSetGrammar{{{"delack"}, {"ttl"}}};
+
 } // namespace
 
 Expected<KeywordValues> parse_keywords(Args args, std::span<const Keyword> grammar)
@@ -184,6 +242,61 @@ Expected<PaceRuleArgs> parse_pace_replace_args(Args args)
 Expected<PaceRuleArgs> parse_pace_del_args(Args args)
 {
 	return parse_pace_rule_args(args, false, false);
+}
+
+Expected<RtoSetArgs> parse_rto_set_args(Args args)
+{
+	size_t used = 0;
+	auto target = parse_rto_target(args, used);
+	if (!target)
+		return target.error();
+	RtoSetArgs parsed;
+	parsed.target = *target;
+	args = args.subspan(used);
+
+	const bool is_keyword = !args.empty() && (args.front() == "delack" || args.front() == "ttl");
+	if (args.empty() || is_keyword)
+		return usage("missing TIME (the RTO floor, e.g. 5ms)" +
+			     (is_keyword ? " before " + quoted(args.front()) : std::string()));
+	auto rto_min = parse_time_arg("TIME", args.front());
+	if (!rto_min)
+		return rto_min.error();
+	parsed.settings.rto_min_us = *rto_min;
+
+	auto values = parse_keywords(args.subspan(1), kRtoSetGrammar);
+	if (!values)
+		return values.error();
+	if (auto it = values->find("delack"); it != values->end()) {
+		auto delack = parse_time_arg("delack", it->second);
+		if (!delack)
+			return delack.error();
+		parsed.settings.delack_max_us = *delack;
+	}
+	if (auto it = values->find("ttl"); it != values->end()) {
+		auto ttl = parse_ttl_arg(it->second);
+		if (!ttl)
+			return ttl.error();
+		parsed.settings.ttl_ms = *ttl;
+	}
+	return parsed;
+}
+
+Expected<RtoClearArgs> parse_rto_clear_args(Args args)
+{
+	size_t used = 0;
+	auto target = parse_rto_target(args, used);
+	if (!target)
+		return target.error();
+	if (args.size() > used)
+		return usage("unexpected " + quoted(args[used]));
+	return RtoClearArgs{*target};
+}
+
+Expected<NoArgs> parse_no_args(Args args)
+{
+	if (!args.empty())
+		return usage("unexpected " + quoted(args.front()));
+	return NoArgs{};
 }
 
 Expected<CommandLine> parse_command_line(std::span<const char *const> argv)

@@ -64,6 +64,25 @@ Expected<PaceRuleArgs> parse_pace_add_args(Args args);
 Expected<PaceRuleArgs> parse_pace_replace_args(Args args);
 Expected<PaceRuleArgs> parse_pace_del_args(Args args);
 
+// rto set { SADDR:SPORT DADDR:DPORT | peer ADDR } TIME [delack TIME] [ttl TIME]
+// TIME is microseconds unless it has a unit (ns, us, ms, s). Only junk, 0 and values beyond
+// u32 are refused here: the kernel knows HZ and checks the range.
+struct RtoSetArgs {
+	RtoTarget target;
+	RtoSettings settings;
+};
+Expected<RtoSetArgs> parse_rto_set_args(Args args);
+
+// rto clear { SADDR:SPORT DADDR:DPORT | peer ADDR }
+struct RtoClearArgs {
+	RtoTarget target;
+};
+Expected<RtoClearArgs> parse_rto_clear_args(Args args);
+
+// rto show (no arguments)
+struct NoArgs {};
+Expected<NoArgs> parse_no_args(Args args);
+
 // Options before the object: -j[son], -p[retty], -h[elp].
 struct GlobalOptions {
 	OutputFormat format = OutputFormat::Text;

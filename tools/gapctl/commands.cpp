@@ -8,6 +8,8 @@
 #include <cstring>
 #include <string>
 
+#include "hold.hpp"
+
 namespace gp {
 namespace {
 
@@ -318,6 +320,111 @@ int stats_show(const Invocation &invocation, Args args)
 	return run_gappace_query(invocation, what, request, genl->socket, decode_device_stats);
 }
 
+// ------------------------------------------------------------------ rto
+
+// "10.0.0.1:40000 -> 10.0.0.2:5001", "connections to 10.0.0.2": for error messages.
+std::string rto_target_what(const RtoTarget &target)
+{
+	if (!target.is_peer_only())
+		return format_rto_target(target);
+	Endpoint peer = target.peer;
+	peer.port = 0;
+	return "connections to " + format_endpoint(peer);
+}
+
+// Runs a RTO_SET / RTO_CLEAR doit and returns its one reply.
+Expected<RtoInfo> rto_transact(NetlinkSocket &socket, RequestBuffer &request, std::string_view command)
+{
+	std::optional<RtoInfo> reply;
+	auto done = socket.transact(request, [&](const nlmsghdr *nlh) -> Expected<void> {
+		auto decoded = decode_rto(nlh);
+		if (!decoded)
+			return decoded.error();
+		reply = std::move(*decoded);
+		return {};
+	});
+	if (!done)
+		return done.error();
+	if (!reply)
+		return make_error(EBADMSG, "the kernel sent no " + std::string(command) + " reply");
+	return std::move(*reply);
+}
+
+int rto_set(const Invocation &invocation, Args args)
+{
+	auto parsed = parse_rto_set_args(args);
+	if (!parsed)
+		return report_usage_error(invocation, parsed.error());
+	const std::string what = "cannot set the RTO of " + rto_target_what(parsed->target);
+
+	// Declared first, destroyed last: the socket below closes (and the kernel restores the
+	// connection) before the signal mask is. Blocked before the request, so that a Ctrl-C
+	// from now on ends the hold instead of killing us half-way.
+	auto signals = HoldSignals::block();
+	if (!signals)
+		return report_failure(invocation, what, signals.error());
+	auto genl = open_gappace_genl();
+	if (!genl)
+		return report_failure(invocation, what, genl.error());
+	RequestBuffer request;
+	encode_rto_set(request, genl->family_id, parsed->target, parsed->settings);
+	auto reply = rto_transact(genl->socket, request, "RTO_SET");
+	if (!reply)
+		return report_failure(invocation, what, reply.error());
+	const auto deadline = hold_deadline(HoldClock::now(), parsed->settings.ttl_ms);
+
+	std::string text;
+	if (invocation.format == OutputFormat::Text) {
+		text = format_rto_set_text(parsed->target, parsed->settings, *reply);
+	} else {
+		JsonWriter json;
+		write_rto_set_json(json, *reply);
+		text = finish_json(invocation.format, json);
+	}
+	if (int status = print_output(invocation, text); status != kExitSuccess)
+		return status;
+
+	// The lease: the override lasts while genl->socket is open.
+	if (auto ended = signals->wait(deadline); !ended)
+		return report_failure(invocation, "lost the RTO override of " + rto_target_what(parsed->target),
+				      ended.error());
+	return kExitSuccess;
+}
+
+int rto_clear(const Invocation &invocation, Args args)
+{
+	auto parsed = parse_rto_clear_args(args);
+	if (!parsed)
+		return report_usage_error(invocation, parsed.error());
+	const std::string what = "cannot clear the RTO override of " + rto_target_what(parsed->target);
+	auto genl = open_gappace_genl();
+	if (!genl)
+		return report_failure(invocation, what, genl.error());
+	RequestBuffer request;
+	encode_rto_clear(request, genl->family_id, parsed->target);
+	auto reply = rto_transact(genl->socket, request, "RTO_CLEAR");
+	if (!reply)
+		return report_failure(invocation, what, reply.error());
+	if (invocation.format == OutputFormat::Text)
+		return print_output(invocation, format_rto_clear_text(parsed->target, *reply));
+	JsonWriter json;
+	write_rto_clear_json(json, *reply);
+	return print_output(invocation, finish_json(invocation.format, json));
+}
+
+int rto_show(const Invocation &invocation, Args args)
+{
+	if (auto parsed = parse_no_args(args); !parsed)
+		return report_usage_error(invocation, parsed.error());
+	const std::string what = "cannot list RTO overrides";
+	auto genl = open_gappace_genl();
+	if (!genl)
+		return report_failure(invocation, what, genl.error());
+	RequestBuffer request;
+	encode_rto_dump(request, genl->family_id);
+	return run_gappace_query(invocation, what, request, genl->socket, decode_rto);
+}
+
 // ------------------------------------------------------------------ dispatch helpers
 
 const Command *find_command(std::string_view object, std::string_view verb)
@@ -336,10 +443,23 @@ bool object_exists(std::string_view object)
 	return false;
 }
 
+// Printed with the usage of the rto object: `rto set` does not return at once.
+constexpr std::string_view kRtoLeaseNote =
+	"rto set keeps running: the override is a lease of its netlink socket, and the kernel\n"
+	"restores the connection when gapctl exits (Ctrl-C, SIGTERM, SIGHUP) or ttl passes.\n";
+
+void print_notes(FILE *to, std::string_view object)
+{
+	if (object.empty() || object == "rto")
+		std::fwrite(kRtoLeaseNote.data(), 1, kRtoLeaseNote.size(), to);
+}
+
 int run(const Command &command, const GlobalOptions &options, Args args, FILE *out, FILE *err)
 {
 	if (!args.empty() && args.front() == "help") {
 		std::fprintf(out, "Usage: gapctl %.*s\n", static_cast<int>(command.usage.size()), command.usage.data());
+		if (command.handler == rto_set)
+			print_notes(out, command.object);
 		return kExitSuccess;
 	}
 	const Invocation invocation{options.format, &command, out, err};
@@ -348,7 +468,7 @@ int run(const Command &command, const GlobalOptions &options, Args args, FILE *o
 
 } // namespace
 
-const std::array<Command, 9> kCommands{{
+const std::array<Command, 12> kCommands{{
 	{"qdisc", "attach", qdisc_attach, "qdisc attach dev DEV [linkrate RATE|auto] [ifg BYTES] [limit PACKETS]"},
 	{"qdisc", "change", qdisc_change, "qdisc change dev DEV [linkrate RATE|auto] [ifg BYTES] [limit PACKETS]"},
 	{"qdisc", "detach", qdisc_detach, "qdisc detach dev DEV"},
@@ -357,6 +477,10 @@ const std::array<Command, 9> kCommands{{
 	{"pace", "replace", pace_replace, "pace replace dev DEV dst PREFIX rate RATE"},
 	{"pace", "del", pace_del, "pace del dev DEV dst PREFIX"},
 	{"pace", "show", pace_show, "pace show [dev DEV]"},
+	{"rto", "set", rto_set,
+	 "rto set { SADDR:SPORT DADDR:DPORT | peer ADDR } TIME [delack TIME] [ttl TIME]"},
+	{"rto", "clear", rto_clear, "rto clear { SADDR:SPORT DADDR:DPORT | peer ADDR }"},
+	{"rto", "show", rto_show, "rto show"},
 	{"stats", "", stats_show, "stats [dev DEV]"},
 }};
 
@@ -375,10 +499,14 @@ void print_usage(FILE *to, std::string_view object)
 	}
 	if (object.empty())
 		std::fputs("       gapctl help | gapctl OBJECT help | gapctl OBJECT COMMAND help\n"
-			   "where  OBJECT := { qdisc | pace | stats }\n"
+			   "where  OBJECT := { qdisc | pace | rto | stats }\n"
 			   "       RATE   := bit/s with tc units: 100mbit, 1gbit, 2.5gbit, 10mbps, ...\n"
-			   "       PREFIX := IPv4 or IPv6 address with optional /LEN (default: the full length)\n",
+			   "       PREFIX := IPv4 or IPv6 address with optional /LEN (default: the full length)\n"
+			   "       SADDR:SPORT DADDR:DPORT := a TCP connection as ss -tn shows it, local end\n"
+			   "                 first; IPv6 in brackets: [fd00::1]:5001. peer ADDR: all to ADDR\n"
+			   "       TIME   := microseconds, or with a unit: 200us, 5ms, 0.01s\n",
 			   to);
+	print_notes(to, object);
 }
 
 int dispatch(const GlobalOptions &options, std::span<const std::string_view> words, FILE *out, FILE *err)

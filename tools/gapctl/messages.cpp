@@ -1,5 +1,6 @@
 #include "messages.hpp"
 
+#include <arpa/inet.h>
 #include <linux/gen_stats.h>
 #include <linux/genetlink.h>
 #include <linux/rtnetlink.h>
@@ -158,6 +159,56 @@ Expected<Prefix> decode_rule_dst(const AttrIndex &rule)
 	return dst;
 }
 
+// The address (and port) attributes of one end of a connection.
+struct EndpointAttrs {
+	uint16_t ipv4, ipv6, port;
+	std::string_view ipv4_name, ipv6_name, port_name;
+};
+constexpr EndpointAttrs kLocalAttrs{GAPPACE_A_RTO_SADDR_IPV4, GAPPACE_A_RTO_SADDR_IPV6, GAPPACE_A_RTO_SPORT,
+				    "GAPPACE_A_RTO_SADDR_IPV4", "GAPPACE_A_RTO_SADDR_IPV6", "GAPPACE_A_RTO_SPORT"};
+constexpr EndpointAttrs kPeerAttrs{GAPPACE_A_RTO_DADDR_IPV4, GAPPACE_A_RTO_DADDR_IPV6, GAPPACE_A_RTO_DPORT,
+				   "GAPPACE_A_RTO_DADDR_IPV4", "GAPPACE_A_RTO_DADDR_IPV6", "GAPPACE_A_RTO_DPORT"};
+
+// ADDR_IPVx, and the port (be16) unless it is 0 (a peer address alone).
+void put_endpoint(nlmsghdr *nlh, const EndpointAttrs &attrs, const Endpoint &endpoint)
+{
+	const uint16_t type = endpoint.family == AF_INET6 ? attrs.ipv6 : attrs.ipv4;
+	mnl_attr_put(nlh, type, endpoint.address_size(), endpoint.address.data());
+	if (endpoint.port != 0)
+		mnl_attr_put_u16(nlh, attrs.port, htons(endpoint.port));
+}
+
+// Opens the GAPPACE_A_RTO nest and puts the connection (or the peer address) into it.
+nlattr *start_rto(nlmsghdr *nlh, const RtoTarget &target)
+{
+	// Generic netlink validates strictly: a nest without NLA_F_NESTED is rejected.
+	nlattr *rto = mnl_attr_nest_start(nlh, GAPPACE_A_RTO | NLA_F_NESTED);
+	if (target.local)
+		put_endpoint(nlh, kLocalAttrs, *target.local);
+	Endpoint peer = target.peer;
+	if (!target.local)
+		peer.port = 0; // "peer ADDR": every connection to the address, whatever its port
+	put_endpoint(nlh, kPeerAttrs, peer);
+	return rto;
+}
+
+// One end of a connection in a reply: nullopt if the kernel sent no address for it.
+Expected<std::optional<Endpoint>> decode_endpoint(const AttrIndex &rto, const EndpointAttrs &attrs)
+{
+	auto v4 = checked_binary_attr(rto, attrs.ipv4, 4, attrs.ipv4_name);
+	auto v6 = checked_binary_attr(rto, attrs.ipv6, 16, attrs.ipv6_name);
+	auto port = checked_attr(rto, attrs.port, MNL_TYPE_U16, attrs.port_name);
+	for (const auto *checked : {&v4, &v6, &port})
+		if (!*checked)
+			return checked->error();
+	if (!*v4 && !*v6)
+		return std::optional<Endpoint>();
+	const int family = *v6 ? AF_INET6 : AF_INET;
+	const nlattr *address = *v6 ? *v6 : *v4;
+	const uint16_t number = *port ? ntohs(mnl_attr_get_u16(*port)) : 0;
+	return std::optional<Endpoint>(make_endpoint(family, mnl_attr_get_payload(address), number));
+}
+
 } // namespace
 
 // ------------------------------------------------------------------ field tables
@@ -213,6 +264,21 @@ const std::array<CounterField, 13> kCounterFields{{
 	{GAPPACE_A_STATS_GSO_SEGMENTED, "gso_segmented", MNL_TYPE_U64, false},
 	{GAPPACE_A_STATS_IDLE_RESYNCS, "idle_resyncs", MNL_TYPE_U64, false},
 	{GAPPACE_A_STATS_GAP_ALLOC_FAILURES, "gap_alloc_failures", MNL_TYPE_U64, false},
+}};
+
+const std::array<RtoField, 12> kRtoFields{{
+	{GAPPACE_A_RTO_RTO_MIN_US, "rto_min_us"},
+	{GAPPACE_A_RTO_DELACK_MAX_US, "delack_max_us"},
+	{GAPPACE_A_RTO_TTL_MS, "ttl_ms"},
+	{GAPPACE_A_RTO_EFFECTIVE_RTO_MIN_US, "effective_rto_min_us"},
+	{GAPPACE_A_RTO_EFFECTIVE_DELACK_MAX_US, "effective_delack_max_us"},
+	{GAPPACE_A_RTO_ORIG_RTO_MIN_US, "orig_rto_min_us"},
+	{GAPPACE_A_RTO_ORIG_DELACK_MAX_US, "orig_delack_max_us"},
+	{GAPPACE_A_RTO_RTO_US, "rto_us"},
+	{GAPPACE_A_RTO_OWNER_PORTID, "owner_portid"},
+	{GAPPACE_A_RTO_OWNER_PID, "owner_pid"},
+	{GAPPACE_A_RTO_TTL_LEFT_MS, "ttl_left_ms"},
+	{GAPPACE_A_RTO_COUNT, "count"},
 }};
 
 // ------------------------------------------------------------------ qdisc encoders
@@ -385,6 +451,62 @@ Expected<DeviceStats> decode_device_stats(const nlmsghdr *nlh)
 		if (!counters)
 			return counters.error();
 		info.stats = *counters;
+	}
+	return info;
+}
+
+// ------------------------------------------------------------------ RTO overrides
+
+void encode_rto_set(RequestBuffer &buf, uint16_t family_id, const RtoTarget &target, const RtoSettings &settings)
+{
+	// NLM_F_ACK: the kernel answers with its reply (what it applied), then the ACK.
+	nlmsghdr *nlh = put_genl_header(buf, family_id, GAPPACE_CMD_RTO_SET, NLM_F_ACK);
+	nlattr *rto = start_rto(nlh, target);
+	mnl_attr_put_u32(nlh, GAPPACE_A_RTO_RTO_MIN_US, settings.rto_min_us);
+	if (settings.delack_max_us)
+		mnl_attr_put_u32(nlh, GAPPACE_A_RTO_DELACK_MAX_US, *settings.delack_max_us);
+	if (settings.ttl_ms)
+		mnl_attr_put_u32(nlh, GAPPACE_A_RTO_TTL_MS, *settings.ttl_ms);
+	mnl_attr_nest_end(nlh, rto);
+}
+
+void encode_rto_clear(RequestBuffer &buf, uint16_t family_id, const RtoTarget &target)
+{
+	nlmsghdr *nlh = put_genl_header(buf, family_id, GAPPACE_CMD_RTO_CLEAR, NLM_F_ACK);
+	mnl_attr_nest_end(nlh, start_rto(nlh, target));
+}
+
+void encode_rto_dump(RequestBuffer &buf, uint16_t family_id)
+{
+	put_genl_header(buf, family_id, GAPPACE_CMD_RTO_GET, NLM_F_DUMP);
+}
+
+Expected<RtoInfo> decode_rto(const nlmsghdr *nlh)
+{
+	const auto attrs = AttrIndex::of_message(nlh, sizeof(genlmsghdr), GAPPACE_A_MAX);
+	auto rto_nest = checked_attr(attrs, GAPPACE_A_RTO, MNL_TYPE_NESTED, "GAPPACE_A_RTO");
+	if (!rto_nest)
+		return rto_nest.error();
+	if (!*rto_nest)
+		return missing("GAPPACE_A_RTO");
+	const auto rto = AttrIndex::of_nest(*rto_nest, GAPPACE_A_RTO_MAX);
+
+	RtoInfo info;
+	auto local = decode_endpoint(rto, kLocalAttrs);
+	if (!local)
+		return local.error();
+	info.local = *local;
+	auto peer = decode_endpoint(rto, kPeerAttrs);
+	if (!peer)
+		return peer.error();
+	info.peer = *peer;
+
+	for (const auto &field : kRtoFields) {
+		auto attr = checked_attr(rto, field.attr, MNL_TYPE_U32, field.key);
+		if (!attr)
+			return attr.error();
+		if (*attr)
+			info.values[field.attr] = mnl_attr_get_u32(*attr);
 	}
 	return info;
 }

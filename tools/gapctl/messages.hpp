@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "endpoint.hpp"
 #include "expected.hpp"
 #include "netlink.hpp"
 #include "prefix.hpp"
@@ -122,5 +123,61 @@ struct DeviceStats {
 
 Expected<RuleInfo> decode_rule(const nlmsghdr *nlh);
 Expected<DeviceStats> decode_device_stats(const nlmsghdr *nlh);
+
+// ------------------------------------------------------------------ RTO overrides (generic netlink)
+
+// What RTO_SET / RTO_CLEAR act on: one connection (local and peer end, as ss shows it), or
+// every established connection to a peer address (local absent, peer.port 0).
+struct RtoTarget {
+	std::optional<Endpoint> local;
+	Endpoint peer;
+
+	bool is_peer_only() const { return !local; }
+	bool operator==(const RtoTarget &) const = default;
+};
+
+// The values RTO_SET asks for; the kernel rounds them up to jiffies and range-checks them.
+struct RtoSettings {
+	uint32_t rto_min_us = 0;
+	std::optional<uint32_t> delack_max_us;
+	std::optional<uint32_t> ttl_ms;
+
+	bool operator==(const RtoSettings &) const = default;
+};
+
+// RTO_SET {RTO{tuple | DADDR, RTO_MIN_US, [DELACK_MAX_US], [TTL_MS]}} with NLM_F_ACK. The
+// override is a lease of the socket the request is sent on: keep it open while it should last.
+void encode_rto_set(RequestBuffer &buf, uint16_t family_id, const RtoTarget &target, const RtoSettings &settings);
+// RTO_CLEAR {RTO{tuple | DADDR}} with NLM_F_ACK.
+void encode_rto_clear(RequestBuffer &buf, uint16_t family_id, const RtoTarget &target);
+// RTO_GET dump of every override of the netns.
+void encode_rto_dump(RequestBuffer &buf, uint16_t family_id);
+
+// Describes one u32 GAPPACE_A_RTO_* value; `key` is the attribute name, lowercased, without
+// prefix. In the order of the uapi enum, which is also the order of the JSON keys.
+struct RtoField {
+	uint16_t attr;
+	std::string_view key;
+};
+extern const std::array<RtoField, 12> kRtoFields;
+
+// The u32 values of a GAPPACE_A_RTO nest, indexed by attribute type; absent ones are nullopt.
+struct RtoValues {
+	std::array<std::optional<uint32_t>, GAPPACE_A_RTO_MAX + 1> by_attr{};
+
+	const std::optional<uint32_t> &operator[](uint16_t attr) const { return by_attr.at(attr); }
+	std::optional<uint32_t> &operator[](uint16_t attr) { return by_attr.at(attr); }
+};
+
+// One reply message of RTO_SET, RTO_CLEAR or RTO_GET: {RTO{[tuple], values...}}. The ends
+// are present when the kernel sent them (always in RTO_GET); a port the kernel did not
+// send is 0.
+struct RtoInfo {
+	std::optional<Endpoint> local;
+	std::optional<Endpoint> peer;
+	RtoValues values;
+};
+
+Expected<RtoInfo> decode_rto(const nlmsghdr *nlh);
 
 } // namespace gp

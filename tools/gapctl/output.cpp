@@ -3,6 +3,8 @@
 #include <net/if.h>
 
 #include <cstdio>
+#include <initializer_list>
+#include <utility>
 
 #include "units.hpp"
 
@@ -113,6 +115,63 @@ std::string format_linkrate(uint64_t linkrate)
 	return linkrate == 0 ? "auto" : format_rate(linkrate);
 }
 
+std::string us_text(uint32_t us)
+{
+	return std::to_string(us) + "us";
+}
+
+std::string ms_text(uint32_t ms)
+{
+	return std::to_string(ms) + "ms";
+}
+
+// "8000us", "8000us (asked 5000us)" when the kernel rounded.
+std::string applied_text(uint32_t applied, std::optional<uint32_t> asked)
+{
+	std::string text = us_text(applied);
+	if (asked && *asked != applied)
+		text += " (asked " + us_text(*asked) + ")";
+	return text;
+}
+
+std::string connections_text(uint32_t count)
+{
+	return std::to_string(count) + (count == 1 ? " connection" : " connections");
+}
+
+// The connection of a reply: "LOCAL -> PEER", or "peer PEER" without a local end.
+std::string rto_ends_text(const RtoInfo &rto)
+{
+	const std::string peer = rto.peer ? format_endpoint(*rto.peer) : "?";
+	if (!rto.local)
+		return "peer " + peer;
+	return format_endpoint(*rto.local) + " -> " + peer;
+}
+
+// Appends " key VALUE" for each present value; `unit` formats it.
+void append_values(std::string &line, const RtoValues &values,
+		   std::initializer_list<std::pair<uint16_t, std::string_view>> fields,
+		   std::string (*unit)(uint32_t))
+{
+	for (const auto &[attr, key] : fields)
+		if (const auto &value = values[attr]) {
+			if (!line.empty())
+				line += ' ';
+			line += std::string(key) + " " + (unit ? unit(*value) : std::to_string(*value));
+		}
+}
+
+// An object of the present values among `attrs`, keyed like kRtoFields.
+void write_rto_values_json(JsonWriter &json, const RtoValues &values, std::initializer_list<uint16_t> attrs)
+{
+	json.begin_object();
+	for (uint16_t attr : attrs)
+		for (const auto &field : kRtoFields)
+			if (field.attr == attr && values[attr])
+				json.field(field.key, *values[attr]);
+	json.end_object();
+}
+
 } // namespace
 
 std::string system_ifname(uint32_t ifindex)
@@ -221,6 +280,106 @@ void write_qdisc_json(JsonWriter &json, const QdiscInfo &qdisc, const IfnameReso
 	json.end_object();
 }
 
+// ------------------------------------------------------------------ RTO overrides
+
+std::string format_rto_target(const RtoTarget &target)
+{
+	if (target.is_peer_only()) {
+		Endpoint peer = target.peer;
+		peer.port = 0;
+		return "peer " + format_endpoint(peer);
+	}
+	return format_endpoint(*target.local) + " -> " + format_endpoint(target.peer);
+}
+
+std::string format_rto_set_text(const RtoTarget &target, const RtoSettings &asked, const RtoInfo &reply)
+{
+	const RtoValues &values = reply.values;
+	std::string text = "rto " + format_rto_target(target) + ":";
+	std::string sep = " ";
+	if (target.is_peer_only() && values[GAPPACE_A_RTO_COUNT]) {
+		text += sep + connections_text(*values[GAPPACE_A_RTO_COUNT]);
+		sep = ", ";
+	}
+	if (const auto &floor = values[GAPPACE_A_RTO_EFFECTIVE_RTO_MIN_US])
+		text += sep + "floor " + applied_text(*floor, asked.rto_min_us);
+	else
+		text += sep + "floor " + us_text(asked.rto_min_us) + " asked";
+	sep = ", ";
+	if (const auto &delack = values[GAPPACE_A_RTO_EFFECTIVE_DELACK_MAX_US])
+		text += sep + "delack " + applied_text(*delack, asked.delack_max_us);
+	text += "; held ";
+	if (asked.ttl_ms)
+		text += "for " + ms_text(*asked.ttl_ms) + " or ";
+	return text + "until gapctl exits (Ctrl-C)\n";
+}
+
+std::string format_rto_clear_text(const RtoTarget &target, const RtoInfo &reply)
+{
+	std::string text = "rto " + format_rto_target(target) + ": restored";
+	if (const auto &count = reply.values[GAPPACE_A_RTO_COUNT])
+		text += " " + connections_text(*count);
+	return text + "\n";
+}
+
+void write_rto_set_json(JsonWriter &json, const RtoInfo &reply)
+{
+	write_rto_values_json(json, reply.values,
+			      {GAPPACE_A_RTO_COUNT, GAPPACE_A_RTO_EFFECTIVE_RTO_MIN_US,
+			       GAPPACE_A_RTO_EFFECTIVE_DELACK_MAX_US});
+}
+
+void write_rto_clear_json(JsonWriter &json, const RtoInfo &reply)
+{
+	write_rto_values_json(json, reply.values, {GAPPACE_A_RTO_COUNT});
+}
+
+std::string format_rto_text(const RtoInfo &rto)
+{
+	const RtoValues &values = rto.values;
+	std::string first = rto_ends_text(rto);
+	if (const auto &floor = values[GAPPACE_A_RTO_EFFECTIVE_RTO_MIN_US])
+		first += " rto_min " + applied_text(*floor, values[GAPPACE_A_RTO_RTO_MIN_US]);
+	if (const auto &delack = values[GAPPACE_A_RTO_EFFECTIVE_DELACK_MAX_US])
+		first += " delack_max " + applied_text(*delack, values[GAPPACE_A_RTO_DELACK_MAX_US]);
+	if (const auto &rto_us = values[GAPPACE_A_RTO_RTO_US])
+		first += " rto " + us_text(*rto_us);
+
+	std::string orig;
+	append_values(orig, values,
+		      {{GAPPACE_A_RTO_ORIG_RTO_MIN_US, "rto_min"}, {GAPPACE_A_RTO_ORIG_DELACK_MAX_US, "delack_max"}},
+		      us_text);
+	std::string owner;
+	append_values(owner, values, {{GAPPACE_A_RTO_OWNER_PID, "pid"}, {GAPPACE_A_RTO_OWNER_PORTID, "portid"}},
+		      nullptr);
+	append_values(owner, values, {{GAPPACE_A_RTO_TTL_LEFT_MS, "ttl_left"}}, ms_text);
+
+	std::string text = first + "\n";
+	if (!orig.empty())
+		text += std::string(kIndent) + "orig " + orig + "\n";
+	if (!owner.empty())
+		text += std::string(kIndent) + "owner " + owner + "\n";
+	return text;
+}
+
+void write_rto_json(JsonWriter &json, const RtoInfo &rto)
+{
+	json.begin_object();
+	if (rto.local)
+		json.field("local", format_endpoint(*rto.local));
+	if (rto.peer)
+		json.field("peer", format_endpoint(*rto.peer));
+	for (const auto &field : kRtoFields)
+		if (const auto &value = rto.values[field.attr])
+			json.field(field.key, *value);
+	json.end_object();
+}
+
+std::string finish_json(OutputFormat format, const JsonWriter &json)
+{
+	return (format == OutputFormat::PrettyJson ? pretty_json(json.str()) : json.str()) + "\n";
+}
+
 std::string pretty_json(std::string_view compact)
 {
 	std::string out;
@@ -313,12 +472,20 @@ void Report::add(const QdiscInfo &qdisc)
 		write_qdisc_json(json_, qdisc, ifname_);
 }
 
+void Report::add(const RtoInfo &rto)
+{
+	if (format_ == OutputFormat::Text)
+		text_ += format_rto_text(rto);
+	else
+		write_rto_json(json_, rto);
+}
+
 std::string Report::finish()
 {
 	if (format_ == OutputFormat::Text)
 		return text_;
 	json_.end_array();
-	return (format_ == OutputFormat::PrettyJson ? pretty_json(json_.str()) : json_.str()) + "\n";
+	return finish_json(format_, json_);
 }
 
 } // namespace gp

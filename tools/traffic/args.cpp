@@ -202,6 +202,27 @@ Expected<Command> parse_tcp_send(OptionReader &r)
 	return finish(r, a);
 }
 
+Expected<Command> parse_tcp_rr(OptionReader &r)
+{
+	TcpRrArgs a;
+	a.dst = r.text("dst");
+	a.port = r.port("port").value_or(0);
+	a.size = r.number("size", false, 1, 1ULL << 24, true).value_or(1000);
+	a.count = r.number("count", true, 1, 1000000).value_or(0);
+	a.pause_ms = r.number("pause-ms", false, 0, 60000).value_or(0);
+	a.timeout_seconds = r.timeout();
+	return finish(r, a);
+}
+
+Expected<Command> parse_tcp_rr_server(OptionReader &r)
+{
+	TcpRrServerArgs a;
+	a.port = r.port("port").value_or(0);
+	a.size = r.number("size", false, 1, 1ULL << 24, true).value_or(1000);
+	a.timeout_seconds = r.timeout();
+	return finish(r, a);
+}
+
 Expected<Command> parse_tcp_sink(OptionReader &r)
 {
 	TcpSinkArgs a;
@@ -243,6 +264,10 @@ const std::vector<Mode> &modes()
 		 {{"dst", true}, {"port", true}, {"bytes", true}, {"timeout", true}, {"cc", true}, {"sndbuf", true}},
 		 parse_tcp_send},
 		{"tcp-sink", {{"port", true}, {"bytes", true}, {"timeout", true}, {"once", false}}, parse_tcp_sink},
+		{"tcp-rr",
+		 {{"dst", true}, {"port", true}, {"size", true}, {"count", true}, {"pause-ms", true}, {"timeout", true}},
+		 parse_tcp_rr},
+		{"tcp-rr-server", {{"port", true}, {"size", true}, {"timeout", true}}, parse_tcp_rr_server},
 		{"marker", {{"dst", true}, {"name", true}, {"port", true}, {"timeout", true}, {"no-wait", false}}, parse_marker},
 	};
 	return all;
@@ -258,6 +283,8 @@ std::string usage_text()
 	       "  udp-sink --port P --count N [--rcvbuf BYTES]\n"
 	       "  tcp-send --dst ADDR --port P --bytes N [--cc NAME] [--sndbuf BYTES]\n"
 	       "  tcp-sink --port P [--bytes N] [--once]\n"
+	       "  tcp-rr   --dst ADDR --port P --count N [--size BYTES] [--pause-ms MS]\n"
+	       "  tcp-rr-server --port P [--size BYTES]\n"
 	       "  marker   --dst ADDR --name PHASE [--port 9] [--no-wait]\n"
 	       "Addresses are numeric IPv4/IPv6. Sizes take k/m/g suffixes (powers of 1024).\n"
 	       "Output: JSON on stdout. Exit 0 done, 1 runtime failure or timeout, 2 usage error.\n";

@@ -51,6 +51,23 @@ struct TcpSinkArgs {
 	bool once = false;
 };
 
+// Request/response: the client writes --size bytes, the server answers one byte; the client
+// times every exchange. A lost tail shows as one exchange that took an RTO.
+struct TcpRrArgs {
+	std::string dst;
+	uint16_t port = 0;
+	uint64_t size = 1000;
+	uint64_t count = 0;
+	uint64_t pause_ms = 0; // between exchanges
+	double timeout_seconds = kDefaultTimeoutSeconds;
+};
+
+struct TcpRrServerArgs {
+	uint16_t port = 0;
+	uint64_t size = 1000;
+	double timeout_seconds = kDefaultTimeoutSeconds;
+};
+
 struct MarkerArgs {
 	std::string dst;
 	std::string name;
@@ -61,7 +78,8 @@ struct MarkerArgs {
 
 struct HelpArgs {};
 
-using Command = std::variant<HelpArgs, UdpSendArgs, UdpSinkArgs, TcpSendArgs, TcpSinkArgs, MarkerArgs>;
+using Command = std::variant<HelpArgs, UdpSendArgs, UdpSinkArgs, TcpSendArgs, TcpSinkArgs, TcpRrArgs,
+			     TcpRrServerArgs, MarkerArgs>;
 
 std::string usage_text();
 

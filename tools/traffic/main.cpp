@@ -19,6 +19,8 @@ struct Dispatch {
 	int operator()(const UdpSinkArgs &args) const { return run_udp_sink(args); }
 	int operator()(const TcpSendArgs &args) const { return run_tcp_send(args); }
 	int operator()(const TcpSinkArgs &args) const { return run_tcp_sink(args); }
+	int operator()(const TcpRrArgs &args) const { return run_tcp_rr(args); }
+	int operator()(const TcpRrServerArgs &args) const { return run_tcp_rr_server(args); }
 	int operator()(const MarkerArgs &args) const { return run_marker(args); }
 };
 

@@ -17,6 +17,8 @@ int run_udp_send(const UdpSendArgs &args);
 int run_udp_sink(const UdpSinkArgs &args);
 int run_tcp_send(const TcpSendArgs &args);
 int run_tcp_sink(const TcpSinkArgs &args);
+int run_tcp_rr(const TcpRrArgs &args);
+int run_tcp_rr_server(const TcpRrServerArgs &args);
 int run_marker(const MarkerArgs &args);
 
 // Shared by the modes' implementations.

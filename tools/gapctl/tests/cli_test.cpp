@@ -3,10 +3,12 @@
 
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli.hpp"
 #include "commands.hpp"
+#include "endpoint.hpp"
 
 namespace gp {
 namespace {
@@ -281,6 +283,206 @@ TEST(PaceArgs, AddNeedsRate)
 	EXPECT_EQ(parsed.error().message, "missing \"rate\"");
 }
 
+// ------------------------------------------------------------------ rto
+
+TEST(Endpoint, IPv4AndBracketedIPv6LikeSs)
+{
+	auto v4 = parse_endpoint("10.0.0.1:5001");
+	ASSERT_TRUE(v4) << v4.error().message;
+	EXPECT_EQ(v4->family, AF_INET);
+	EXPECT_EQ(v4->address[0], 10);
+	EXPECT_EQ(v4->address[3], 1);
+	EXPECT_EQ(v4->port, 5001);
+	EXPECT_EQ(format_endpoint(*v4), "10.0.0.1:5001");
+
+	auto v6 = parse_endpoint("[fd00::1]:65535");
+	ASSERT_TRUE(v6) << v6.error().message;
+	EXPECT_EQ(v6->family, AF_INET6);
+	EXPECT_EQ(v6->address[0], 0xfd);
+	EXPECT_EQ(v6->address[15], 1);
+	EXPECT_EQ(v6->port, 65535);
+	EXPECT_EQ(format_endpoint(*v6), "[fd00::1]:65535");
+
+	// a dual-stack socket's IPv4 connection, as ss prints it: an IPv4 connection to the kernel
+	auto mapped = parse_endpoint("[::ffff:10.0.0.1]:22");
+	ASSERT_TRUE(mapped);
+	EXPECT_EQ(mapped->family, AF_INET);
+	EXPECT_EQ(format_endpoint(*mapped), "10.0.0.1:22");
+	auto mapped_peer = parse_host_address("::ffff:10.0.0.2");
+	ASSERT_TRUE(mapped_peer);
+	EXPECT_EQ(format_endpoint(*mapped_peer), "10.0.0.2");
+}
+
+TEST(Endpoint, RejectsBadAddressesAndPorts)
+{
+	const std::vector<std::pair<std::string_view, std::string_view>> cases{
+		{"10.0.0.1", "invalid address \"10.0.0.1\": missing :PORT (ADDR:PORT, [IPV6]:PORT)"},
+		{"10.0.0.1:0", "invalid address \"10.0.0.1:0\": port must be 1..65535"},
+		{"10.0.0.1:65536", "invalid address \"10.0.0.1:65536\": port must be 1..65535"},
+		{"10.0.0.1:ssh", "invalid address \"10.0.0.1:ssh\": port must be 1..65535"},
+		{"10.0.0.1:", "invalid address \"10.0.0.1:\": port must be 1..65535"},
+		{"10.0.0.256:1", "invalid address \"10.0.0.256:1\": not an IPv4 address"},
+		{"fd00::1:5001", "invalid address \"fd00::1:5001\": an IPv6 address needs brackets: [ADDR]:PORT"},
+		{"[fd00::1]", "invalid address \"[fd00::1]\": missing :PORT after ']'"},
+		{"[fd00::1:5001", "invalid address \"[fd00::1:5001\": missing ']'"},
+		{"[10.0.0.1]:80", "invalid address \"[10.0.0.1]:80\": not an IPv6 address in brackets"},
+		{"[fe80::1%eth0]:22", "invalid address \"[fe80::1%eth0]:22\": zone indexes (%IFACE) are not supported"},
+	};
+	for (const auto &[text, message] : cases) {
+		auto parsed = parse_endpoint(text);
+		ASSERT_FALSE(parsed) << text;
+		EXPECT_EQ(parsed.error().message, message);
+		EXPECT_EQ(parsed.error().err, EINVAL);
+	}
+}
+
+TEST(Endpoint, PeerAddressHasNoPort)
+{
+	auto v4 = parse_host_address("10.0.0.2");
+	ASSERT_TRUE(v4);
+	EXPECT_EQ(v4->family, AF_INET);
+	EXPECT_EQ(v4->port, 0);
+	EXPECT_EQ(format_endpoint(*v4), "10.0.0.2");
+	auto v6 = parse_host_address("fd00::2");
+	ASSERT_TRUE(v6);
+	EXPECT_EQ(v6->family, AF_INET6);
+	EXPECT_EQ(format_endpoint(*v6), "fd00::2");
+	auto bracketed = parse_host_address("[fd00::2]");
+	ASSERT_TRUE(bracketed);
+	EXPECT_EQ(*bracketed, *v6);
+
+	auto with_port = parse_host_address("10.0.0.2:5001");
+	ASSERT_FALSE(with_port);
+	EXPECT_EQ(with_port.error().message, "invalid peer address \"10.0.0.2:5001\": an address without a port "
+					     "(for one connection give both ends)");
+	EXPECT_FALSE(parse_host_address("[fd00::2]:5001"));
+	EXPECT_FALSE(parse_host_address("[10.0.0.2]"));
+	auto junk = parse_host_address("host.example");
+	ASSERT_FALSE(junk);
+	EXPECT_EQ(junk.error().message, "invalid peer address \"host.example\": not an IPv4 or IPv6 address");
+}
+
+TEST(RtoArgs, SetConnectionWithUnits)
+{
+	const Words args{"10.0.0.1:40000", "10.0.0.2:5001", "5ms", "delack", "2ms", "ttl", "60s"};
+	auto parsed = parse_rto_set_args(args);
+	ASSERT_TRUE(parsed) << parsed.error().message;
+	ASSERT_TRUE(parsed->target.local);
+	EXPECT_FALSE(parsed->target.is_peer_only());
+	EXPECT_EQ(format_endpoint(*parsed->target.local), "10.0.0.1:40000");
+	EXPECT_EQ(format_endpoint(parsed->target.peer), "10.0.0.2:5001");
+	EXPECT_EQ(parsed->settings.rto_min_us, 5000u);
+	EXPECT_EQ(parsed->settings.delack_max_us, 2000u);
+	EXPECT_EQ(parsed->settings.ttl_ms, 60000u);
+}
+
+TEST(RtoArgs, SetBareNumberIsMicrosecondsAndOptionsAreOptional)
+{
+	const Words args{"[fd00::1]:40000", "[fd00::2]:5001", "8000"};
+	auto parsed = parse_rto_set_args(args);
+	ASSERT_TRUE(parsed) << parsed.error().message;
+	EXPECT_EQ(parsed->target.local->family, AF_INET6);
+	EXPECT_EQ(parsed->target.peer.family, AF_INET6);
+	EXPECT_EQ(parsed->target.peer.port, 5001);
+	EXPECT_EQ(parsed->settings.rto_min_us, 8000u);
+	EXPECT_FALSE(parsed->settings.delack_max_us);
+	EXPECT_FALSE(parsed->settings.ttl_ms);
+}
+
+TEST(RtoArgs, SetPeerInAnyKeywordOrder)
+{
+	const Words args{"peer", "fd00::2", "0.01s", "ttl", "1500us", "delack", "200us"};
+	auto parsed = parse_rto_set_args(args);
+	ASSERT_TRUE(parsed) << parsed.error().message;
+	EXPECT_TRUE(parsed->target.is_peer_only());
+	EXPECT_EQ(parsed->target.peer.family, AF_INET6);
+	EXPECT_EQ(parsed->target.peer.port, 0);
+	EXPECT_EQ(parsed->settings.rto_min_us, 10000u);
+	EXPECT_EQ(parsed->settings.delack_max_us, 200u);
+	EXPECT_EQ(parsed->settings.ttl_ms, 2u); // rounded up to whole milliseconds
+}
+
+TEST(RtoArgs, SetRejects)
+{
+	const std::vector<std::pair<Words, std::string_view>> cases{
+		{{}, "missing the connection: SADDR:SPORT DADDR:DPORT, or peer ADDR"},
+		{{"peer"}, "missing address after \"peer\""},
+		{{"peer", "10.0.0.2"}, "missing TIME (the RTO floor, e.g. 5ms)"},
+		{{"peer", "10.0.0.2", "delack", "1ms"}, "missing TIME (the RTO floor, e.g. 5ms) before \"delack\""},
+		{{"peer", "10.0.0.2:5001", "5ms"},
+		 "invalid peer address \"10.0.0.2:5001\": an address without a port (for one connection give both ends)"},
+		{{"10.0.0.1:40000"}, "missing the peer end DADDR:DPORT after \"10.0.0.1:40000\""},
+		{{"10.0.0.1:40000", "[fd00::2]:5001", "5ms"},
+		 "both ends must be IPv4 or both IPv6: \"10.0.0.1:40000\" \"[fd00::2]:5001\""},
+		{{"10.0.0.1:0", "10.0.0.2:5001", "5ms"}, "invalid address \"10.0.0.1:0\": port must be 1..65535"},
+		{{"10.0.0.1:40000", "10.0.0.2:5001"}, "missing TIME (the RTO floor, e.g. 5ms)"},
+		{{"10.0.0.1:40000", "10.0.0.2:5001", "5 ms"},
+		 "invalid TIME \"5 ms\" (a time: e.g. 5ms, 200us, 0.01s; a bare number is microseconds)"},
+		{{"10.0.0.1:40000", "10.0.0.2:5001", "5min"},
+		 "invalid TIME \"5min\" (a time: e.g. 5ms, 200us, 0.01s; a bare number is microseconds)"},
+		{{"10.0.0.1:40000", "10.0.0.2:5001", "0"}, "invalid TIME \"0\" (must be 1us .. 4294967295us)"},
+		{{"10.0.0.1:40000", "10.0.0.2:5001", "0ms"}, "invalid TIME \"0ms\" (must be 1us .. 4294967295us)"},
+		{{"10.0.0.1:40000", "10.0.0.2:5001", "4294967296"},
+		 "invalid TIME \"4294967296\" (must be 1us .. 4294967295us)"},
+		{{"10.0.0.1:40000", "10.0.0.2:5001", "4295s"}, "invalid TIME \"4295s\" (must be 1us .. 4294967295us)"},
+		{{"peer", "10.0.0.2", "5ms", "delack", "0"}, "invalid delack \"0\" (must be 1us .. 4294967295us)"},
+		{{"peer", "10.0.0.2", "5ms", "delack", "fast"},
+		 "invalid delack \"fast\" (a time: e.g. 5ms, 200us, 0.01s; a bare number is microseconds)"},
+		{{"peer", "10.0.0.2", "5ms", "ttl", "0s"}, "invalid ttl \"0s\" (must be 1ms .. 4294967295ms)"},
+		{{"peer", "10.0.0.2", "5ms", "ttl", "4294968s"}, "invalid ttl \"4294968s\" (must be 1ms .. 4294967295ms)"},
+		{{"peer", "10.0.0.2", "5ms", "ttl", "forever"},
+		 "invalid ttl \"forever\" (a time: e.g. 30s, 500ms; a bare number is microseconds)"},
+		{{"peer", "10.0.0.2", "5ms", "ttl", "1s", "ttl", "2s"}, "duplicate keyword \"ttl\""},
+		{{"peer", "10.0.0.2", "5ms", "delack", "1ms", "delack", "1ms"}, "duplicate keyword \"delack\""},
+		{{"peer", "10.0.0.2", "5ms", "6ms"}, "unknown keyword \"6ms\""},
+		{{"peer", "10.0.0.2", "5ms", "ttl"}, "missing value after \"ttl\""},
+	};
+	for (const auto &[args, message] : cases) {
+		auto parsed = parse_rto_set_args(args);
+		ASSERT_FALSE(parsed) << message;
+		EXPECT_EQ(parsed.error().message, message);
+		EXPECT_EQ(parsed.error().err, EINVAL);
+	}
+}
+
+TEST(RtoArgs, SetLargestValues)
+{
+	const Words args{"peer", "10.0.0.2", "4294967295", "ttl", "4294967295ms"};
+	auto parsed = parse_rto_set_args(args);
+	ASSERT_TRUE(parsed) << parsed.error().message;
+	EXPECT_EQ(parsed->settings.rto_min_us, 4294967295u);
+	EXPECT_EQ(parsed->settings.ttl_ms, 4294967295u);
+}
+
+TEST(RtoArgs, Clear)
+{
+	const Words tuple{"[fd00::1]:40000", "[fd00::2]:5001"};
+	auto parsed = parse_rto_clear_args(tuple);
+	ASSERT_TRUE(parsed) << parsed.error().message;
+	EXPECT_EQ(format_endpoint(*parsed->target.local), "[fd00::1]:40000");
+	EXPECT_EQ(format_endpoint(parsed->target.peer), "[fd00::2]:5001");
+
+	const Words peer{"peer", "10.0.0.2"};
+	auto by_peer = parse_rto_clear_args(peer);
+	ASSERT_TRUE(by_peer);
+	EXPECT_TRUE(by_peer->target.is_peer_only());
+
+	const Words extra{"peer", "10.0.0.2", "5ms"};
+	auto rejected = parse_rto_clear_args(extra);
+	ASSERT_FALSE(rejected);
+	EXPECT_EQ(rejected.error().message, "unexpected \"5ms\"");
+	const Words mixed{"[fd00::1]:1", "10.0.0.2:2"};
+	EXPECT_FALSE(parse_rto_clear_args(mixed));
+}
+
+TEST(RtoArgs, ShowTakesNothing)
+{
+	EXPECT_TRUE(parse_no_args(Words{}));
+	auto rejected = parse_no_args(Words{"dev", "eth0"});
+	ASSERT_FALSE(rejected);
+	EXPECT_EQ(rejected.error().message, "unexpected \"dev\"");
+}
+
 // ------------------------------------------------------------------ global options
 
 TEST(CommandLine, JsonAndPretty)
@@ -386,6 +588,48 @@ TEST(Dispatch, HelpGoesToStdout)
 	auto verb = run_words({"qdisc", "detach", "help"});
 	EXPECT_EQ(verb.status, kExitSuccess);
 	EXPECT_EQ(verb.out, "Usage: gapctl qdisc detach dev DEV\n");
+}
+
+TEST(Dispatch, RtoUsageErrorsExit2BeforeTouchingTheKernel)
+{
+	auto result = run_words({"rto", "set", "10.0.0.1:40000", "[fd00::2]:5001", "5ms"});
+	EXPECT_EQ(result.status, kExitUsage);
+	EXPECT_EQ(result.out, "");
+	EXPECT_EQ(result.err,
+		  "gapctl: both ends must be IPv4 or both IPv6: \"10.0.0.1:40000\" \"[fd00::2]:5001\"\n"
+		  "Usage: gapctl rto set { SADDR:SPORT DADDR:DPORT | peer ADDR } TIME [delack TIME] [ttl TIME]\n");
+
+	auto clear = run_words({"rto", "clear", "peer"});
+	EXPECT_EQ(clear.status, kExitUsage);
+	EXPECT_EQ(clear.err, "gapctl: missing address after \"peer\"\n"
+			     "Usage: gapctl rto clear { SADDR:SPORT DADDR:DPORT | peer ADDR }\n");
+
+	auto show = run_words({"rto", "show", "all"});
+	EXPECT_EQ(show.status, kExitUsage);
+}
+
+TEST(Dispatch, RtoHelpExplainsTheLease)
+{
+	auto object = run_words({"rto", "help"});
+	EXPECT_EQ(object.status, kExitSuccess);
+	EXPECT_EQ(object.out,
+		  "Usage: gapctl rto set { SADDR:SPORT DADDR:DPORT | peer ADDR } TIME [delack TIME] [ttl TIME]\n"
+		  "       gapctl rto clear { SADDR:SPORT DADDR:DPORT | peer ADDR }\n"
+		  "       gapctl rto show\n"
+		  "rto set keeps running: the override is a lease of its netlink socket, and the kernel\n"
+		  "restores the connection when gapctl exits (Ctrl-C, SIGTERM, SIGHUP) or ttl passes.\n");
+
+	auto verb = run_words({"rto", "set", "help"});
+	EXPECT_EQ(verb.status, kExitSuccess);
+	EXPECT_NE(verb.out.find("lease of its netlink socket"), std::string::npos);
+
+	auto all = run_words({"help"});
+	EXPECT_NE(all.out.find("gapctl rto show\n"), std::string::npos);
+	EXPECT_NE(all.out.find("TIME   := microseconds"), std::string::npos);
+	EXPECT_NE(all.out.find("lease of its netlink socket"), std::string::npos);
+
+	auto pace = run_words({"pace", "help"});
+	EXPECT_EQ(pace.out.find("lease"), std::string::npos);
 }
 
 TEST(Dispatch, UnknownDeviceFailsLikeIp)

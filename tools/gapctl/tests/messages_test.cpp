@@ -1,3 +1,4 @@
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <linux/gen_stats.h>
 #include <linux/rtnetlink.h>
@@ -491,6 +492,271 @@ TEST(StatsDecoder, RejectsBacklogOfWrongSize)
 	EXPECT_EQ(decoded.error().message, "malformed backlog in kernel reply");
 }
 
+// ------------------------------------------------------------------ RTO overrides
+
+RtoTarget connection(std::string_view local, std::string_view peer)
+{
+	RtoTarget target;
+	auto l = parse_endpoint(local);
+	auto p = parse_endpoint(peer);
+	EXPECT_TRUE(l && p) << local << " " << peer;
+	if (l && p) {
+		target.local = *l;
+		target.peer = *p;
+	}
+	return target;
+}
+
+RtoTarget peer_only(std::string_view address)
+{
+	RtoTarget target;
+	auto parsed = parse_host_address(address);
+	EXPECT_TRUE(parsed) << address;
+	if (parsed)
+		target.peer = *parsed;
+	return target;
+}
+
+// A be16 port attribute as the kernel reads it (nla_get_be16).
+uint16_t be16_port(const nlattr *attr)
+{
+	EXPECT_EQ(mnl_attr_get_payload_len(attr), 2u);
+	const auto *bytes = static_cast<const uint8_t *>(mnl_attr_get_payload(attr));
+	return static_cast<uint16_t>(bytes[0] << 8 | bytes[1]);
+}
+
+TEST(RtoEncoder, SetConnectionIPv4)
+{
+	RequestBuffer buf;
+	RtoSettings settings;
+	settings.rto_min_us = 5000;
+	encode_rto_set(buf, kFamily, connection("10.0.0.1:40000", "10.0.0.2:5001"), settings);
+
+	const nlmsghdr *nlh = buf.nlh();
+	EXPECT_EQ(nlh->nlmsg_type, kFamily);
+	EXPECT_EQ(nlh->nlmsg_flags, NLM_F_REQUEST | NLM_F_ACK);
+	EXPECT_EQ(genl_header(nlh)->cmd, GAPPACE_CMD_RTO_SET);
+	EXPECT_EQ(genl_header(nlh)->version, GAPPACE_GENL_VERSION);
+
+	const auto attrs = Attrs::of_message(nlh, sizeof(genlmsghdr));
+	EXPECT_EQ(attrs.count, 1);
+	ASSERT_TRUE(attrs[GAPPACE_A_RTO]);
+	EXPECT_TRUE(attrs[GAPPACE_A_RTO]->nla_type & NLA_F_NESTED);
+
+	const auto rto = Attrs::of_nest(attrs[GAPPACE_A_RTO]);
+	EXPECT_EQ(rto.count, 5);
+	ASSERT_TRUE(rto[GAPPACE_A_RTO_SADDR_IPV4]);
+	ASSERT_EQ(mnl_attr_get_payload_len(rto[GAPPACE_A_RTO_SADDR_IPV4]), 4u);
+	const uint8_t saddr[4] = {10, 0, 0, 1}, daddr[4] = {10, 0, 0, 2};
+	EXPECT_EQ(std::memcmp(mnl_attr_get_payload(rto[GAPPACE_A_RTO_SADDR_IPV4]), saddr, 4), 0);
+	ASSERT_TRUE(rto[GAPPACE_A_RTO_DADDR_IPV4]);
+	ASSERT_EQ(mnl_attr_get_payload_len(rto[GAPPACE_A_RTO_DADDR_IPV4]), 4u);
+	EXPECT_EQ(std::memcmp(mnl_attr_get_payload(rto[GAPPACE_A_RTO_DADDR_IPV4]), daddr, 4), 0);
+	EXPECT_FALSE(rto[GAPPACE_A_RTO_SADDR_IPV6]);
+	EXPECT_FALSE(rto[GAPPACE_A_RTO_DADDR_IPV6]);
+	ASSERT_TRUE(rto[GAPPACE_A_RTO_SPORT]);
+	ASSERT_TRUE(rto[GAPPACE_A_RTO_DPORT]);
+	EXPECT_EQ(be16_port(rto[GAPPACE_A_RTO_SPORT]), 40000);
+	EXPECT_EQ(be16_port(rto[GAPPACE_A_RTO_DPORT]), 5001);
+	ASSERT_TRUE(rto[GAPPACE_A_RTO_RTO_MIN_US]);
+	ASSERT_EQ(mnl_attr_get_payload_len(rto[GAPPACE_A_RTO_RTO_MIN_US]), 4u);
+	EXPECT_EQ(mnl_attr_get_u32(rto[GAPPACE_A_RTO_RTO_MIN_US]), 5000u);
+	EXPECT_FALSE(rto[GAPPACE_A_RTO_DELACK_MAX_US]);
+	EXPECT_FALSE(rto[GAPPACE_A_RTO_TTL_MS]);
+}
+
+TEST(RtoEncoder, SetPeerIPv6WithOptions)
+{
+	RequestBuffer buf;
+	RtoSettings settings;
+	settings.rto_min_us = 8000;
+	settings.delack_max_us = 4000;
+	settings.ttl_ms = 60000;
+	encode_rto_set(buf, kFamily, peer_only("fd00::2"), settings);
+
+	const auto attrs = Attrs::of_message(buf.nlh(), sizeof(genlmsghdr));
+	const auto rto = Attrs::of_nest(attrs[GAPPACE_A_RTO]);
+	EXPECT_EQ(rto.count, 4); // DADDR_IPV6, RTO_MIN_US, DELACK_MAX_US, TTL_MS: no ports, no SADDR
+	EXPECT_FALSE(rto[GAPPACE_A_RTO_SADDR_IPV4]);
+	EXPECT_FALSE(rto[GAPPACE_A_RTO_SADDR_IPV6]);
+	EXPECT_FALSE(rto[GAPPACE_A_RTO_SPORT]);
+	EXPECT_FALSE(rto[GAPPACE_A_RTO_DPORT]);
+	ASSERT_TRUE(rto[GAPPACE_A_RTO_DADDR_IPV6]);
+	ASSERT_EQ(mnl_attr_get_payload_len(rto[GAPPACE_A_RTO_DADDR_IPV6]), 16u);
+	const auto *daddr = static_cast<const uint8_t *>(mnl_attr_get_payload(rto[GAPPACE_A_RTO_DADDR_IPV6]));
+	EXPECT_EQ(daddr[0], 0xfd);
+	EXPECT_EQ(daddr[15], 2);
+	EXPECT_EQ(mnl_attr_get_u32(rto[GAPPACE_A_RTO_RTO_MIN_US]), 8000u);
+	EXPECT_EQ(mnl_attr_get_u32(rto[GAPPACE_A_RTO_DELACK_MAX_US]), 4000u);
+	ASSERT_EQ(mnl_attr_get_payload_len(rto[GAPPACE_A_RTO_TTL_MS]), 4u);
+	EXPECT_EQ(mnl_attr_get_u32(rto[GAPPACE_A_RTO_TTL_MS]), 60000u);
+}
+
+TEST(RtoEncoder, PeerOnlyNeverSendsAPort)
+{
+	RtoTarget target = peer_only("10.0.0.2");
+	target.peer.port = 5001; // whatever the struct says, "peer" means every port
+	RequestBuffer buf;
+	encode_rto_clear(buf, kFamily, target);
+	const auto rto = Attrs::of_nest(Attrs::of_message(buf.nlh(), sizeof(genlmsghdr))[GAPPACE_A_RTO]);
+	EXPECT_EQ(rto.count, 1);
+	EXPECT_TRUE(rto[GAPPACE_A_RTO_DADDR_IPV4]);
+	EXPECT_FALSE(rto[GAPPACE_A_RTO_DPORT]);
+}
+
+TEST(RtoEncoder, ClearConnectionIPv6)
+{
+	RequestBuffer buf;
+	encode_rto_clear(buf, kFamily, connection("[fd00::1]:40000", "[fd00::2]:443"));
+	EXPECT_EQ(buf.nlh()->nlmsg_flags, NLM_F_REQUEST | NLM_F_ACK);
+	EXPECT_EQ(genl_header(buf.nlh())->cmd, GAPPACE_CMD_RTO_CLEAR);
+	const auto attrs = Attrs::of_message(buf.nlh(), sizeof(genlmsghdr));
+	ASSERT_TRUE(attrs[GAPPACE_A_RTO]);
+	EXPECT_TRUE(attrs[GAPPACE_A_RTO]->nla_type & NLA_F_NESTED);
+	const auto rto = Attrs::of_nest(attrs[GAPPACE_A_RTO]);
+	EXPECT_EQ(rto.count, 4);
+	EXPECT_EQ(mnl_attr_get_payload_len(rto[GAPPACE_A_RTO_SADDR_IPV6]), 16u);
+	EXPECT_EQ(mnl_attr_get_payload_len(rto[GAPPACE_A_RTO_DADDR_IPV6]), 16u);
+	EXPECT_EQ(be16_port(rto[GAPPACE_A_RTO_SPORT]), 40000);
+	EXPECT_EQ(be16_port(rto[GAPPACE_A_RTO_DPORT]), 443);
+	EXPECT_FALSE(rto[GAPPACE_A_RTO_RTO_MIN_US]);
+}
+
+TEST(RtoEncoder, Dump)
+{
+	RequestBuffer buf;
+	encode_rto_dump(buf, kFamily);
+	EXPECT_EQ(buf.nlh()->nlmsg_flags, NLM_F_REQUEST | NLM_F_DUMP);
+	EXPECT_EQ(genl_header(buf.nlh())->cmd, GAPPACE_CMD_RTO_GET);
+	EXPECT_EQ(Attrs::of_message(buf.nlh(), sizeof(genlmsghdr)).count, 0);
+	EXPECT_EQ(buf.nlh()->nlmsg_len, NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(genlmsghdr)));
+}
+
+TEST(RtoDecoder, SetReply)
+{
+	MessageBuilder msg;
+	msg.genl(kFamily, GAPPACE_CMD_RTO_SET);
+	nlattr *rto = mnl_attr_nest_start(msg.nlh(), GAPPACE_A_RTO | NLA_F_NESTED);
+	mnl_attr_put_u32(msg.nlh(), GAPPACE_A_RTO_COUNT, 1);
+	mnl_attr_put_u32(msg.nlh(), GAPPACE_A_RTO_EFFECTIVE_RTO_MIN_US, 8000);
+	mnl_attr_put_u32(msg.nlh(), GAPPACE_A_RTO_EFFECTIVE_DELACK_MAX_US, 4000);
+	mnl_attr_put_u64(msg.nlh(), GAPPACE_A_RTO_MAX + 3, 1); // from a newer module: ignored
+	mnl_attr_nest_end(msg.nlh(), rto);
+
+	auto reply = decode_rto(msg.nlh());
+	ASSERT_TRUE(reply) << reply.error().message;
+	EXPECT_FALSE(reply->local);
+	EXPECT_FALSE(reply->peer);
+	EXPECT_EQ(reply->values[GAPPACE_A_RTO_COUNT], 1u);
+	EXPECT_EQ(reply->values[GAPPACE_A_RTO_EFFECTIVE_RTO_MIN_US], 8000u);
+	EXPECT_EQ(reply->values[GAPPACE_A_RTO_EFFECTIVE_DELACK_MAX_US], 4000u);
+	EXPECT_FALSE(reply->values[GAPPACE_A_RTO_RTO_MIN_US]);
+	EXPECT_FALSE(reply->values[GAPPACE_A_RTO_TTL_LEFT_MS]);
+}
+
+// An RTO_GET dump message as the module would send it.
+MessageBuilder rto_dump_reply(bool ipv6, bool with_ttl)
+{
+	MessageBuilder msg;
+	msg.genl(kFamily, GAPPACE_CMD_RTO_GET);
+	nlmsghdr *nlh = msg.nlh();
+	nlattr *rto = mnl_attr_nest_start(nlh, GAPPACE_A_RTO | NLA_F_NESTED);
+	if (ipv6) {
+		const uint8_t saddr[16] = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+		const uint8_t daddr[16] = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
+		mnl_attr_put(nlh, GAPPACE_A_RTO_SADDR_IPV6, sizeof(saddr), saddr);
+		mnl_attr_put(nlh, GAPPACE_A_RTO_DADDR_IPV6, sizeof(daddr), daddr);
+	} else {
+		const uint8_t saddr[4] = {10, 0, 0, 1}, daddr[4] = {10, 0, 0, 2};
+		mnl_attr_put(nlh, GAPPACE_A_RTO_SADDR_IPV4, sizeof(saddr), saddr);
+		mnl_attr_put(nlh, GAPPACE_A_RTO_DADDR_IPV4, sizeof(daddr), daddr);
+	}
+	mnl_attr_put_u16(nlh, GAPPACE_A_RTO_SPORT, htons(40000));
+	mnl_attr_put_u16(nlh, GAPPACE_A_RTO_DPORT, htons(5001));
+	mnl_attr_put_u32(nlh, GAPPACE_A_RTO_RTO_MIN_US, 5000);
+	mnl_attr_put_u32(nlh, GAPPACE_A_RTO_DELACK_MAX_US, 3000);
+	mnl_attr_put_u32(nlh, GAPPACE_A_RTO_EFFECTIVE_RTO_MIN_US, 8000);
+	mnl_attr_put_u32(nlh, GAPPACE_A_RTO_EFFECTIVE_DELACK_MAX_US, 4000);
+	mnl_attr_put_u32(nlh, GAPPACE_A_RTO_ORIG_RTO_MIN_US, 200000);
+	mnl_attr_put_u32(nlh, GAPPACE_A_RTO_ORIG_DELACK_MAX_US, 40000);
+	mnl_attr_put_u32(nlh, GAPPACE_A_RTO_RTO_US, 208000);
+	mnl_attr_put_u32(nlh, GAPPACE_A_RTO_OWNER_PORTID, 2151680);
+	mnl_attr_put_u32(nlh, GAPPACE_A_RTO_OWNER_PID, 1234);
+	if (with_ttl)
+		mnl_attr_put_u32(nlh, GAPPACE_A_RTO_TTL_LEFT_MS, 59000);
+	mnl_attr_nest_end(nlh, rto);
+	return msg;
+}
+
+TEST(RtoDecoder, DumpIPv4WithTtl)
+{
+	auto msg = rto_dump_reply(false, true);
+	auto rto = decode_rto(msg.nlh());
+	ASSERT_TRUE(rto) << rto.error().message;
+	ASSERT_TRUE(rto->local);
+	ASSERT_TRUE(rto->peer);
+	EXPECT_EQ(format_endpoint(*rto->local), "10.0.0.1:40000");
+	EXPECT_EQ(format_endpoint(*rto->peer), "10.0.0.2:5001");
+	EXPECT_EQ(rto->values[GAPPACE_A_RTO_RTO_MIN_US], 5000u);
+	EXPECT_EQ(rto->values[GAPPACE_A_RTO_DELACK_MAX_US], 3000u);
+	EXPECT_EQ(rto->values[GAPPACE_A_RTO_EFFECTIVE_RTO_MIN_US], 8000u);
+	EXPECT_EQ(rto->values[GAPPACE_A_RTO_EFFECTIVE_DELACK_MAX_US], 4000u);
+	EXPECT_EQ(rto->values[GAPPACE_A_RTO_ORIG_RTO_MIN_US], 200000u);
+	EXPECT_EQ(rto->values[GAPPACE_A_RTO_ORIG_DELACK_MAX_US], 40000u);
+	EXPECT_EQ(rto->values[GAPPACE_A_RTO_RTO_US], 208000u);
+	EXPECT_EQ(rto->values[GAPPACE_A_RTO_OWNER_PORTID], 2151680u);
+	EXPECT_EQ(rto->values[GAPPACE_A_RTO_OWNER_PID], 1234u);
+	EXPECT_EQ(rto->values[GAPPACE_A_RTO_TTL_LEFT_MS], 59000u);
+	EXPECT_FALSE(rto->values[GAPPACE_A_RTO_COUNT]);
+}
+
+TEST(RtoDecoder, DumpIPv6WithoutTtl)
+{
+	auto msg = rto_dump_reply(true, false);
+	auto rto = decode_rto(msg.nlh());
+	ASSERT_TRUE(rto) << rto.error().message;
+	EXPECT_EQ(format_endpoint(*rto->local), "[fd00::1]:40000");
+	EXPECT_EQ(format_endpoint(*rto->peer), "[fd00::2]:5001");
+	EXPECT_FALSE(rto->values[GAPPACE_A_RTO_TTL_LEFT_MS]);
+}
+
+TEST(RtoDecoder, RejectsMissingNest)
+{
+	MessageBuilder msg;
+	msg.genl(kFamily, GAPPACE_CMD_RTO_SET);
+	auto decoded = decode_rto(msg.nlh());
+	ASSERT_FALSE(decoded);
+	EXPECT_EQ(decoded.error().err, EBADMSG);
+	EXPECT_EQ(decoded.error().message, "GAPPACE_A_RTO missing in kernel reply");
+}
+
+TEST(RtoDecoder, RejectsMalformedAttributes)
+{
+	auto decode_with = [](auto put) {
+		MessageBuilder msg;
+		msg.genl(kFamily, GAPPACE_CMD_RTO_GET);
+		nlattr *rto = mnl_attr_nest_start(msg.nlh(), GAPPACE_A_RTO | NLA_F_NESTED);
+		put(msg.nlh());
+		mnl_attr_nest_end(msg.nlh(), rto);
+		auto decoded = decode_rto(msg.nlh());
+		return decoded ? std::string("decoded") : decoded.error().message;
+	};
+	EXPECT_EQ(decode_with([](nlmsghdr *nlh) { mnl_attr_put_u64(nlh, GAPPACE_A_RTO_RTO_US, 1); }),
+		  "malformed rto_us in kernel reply");
+	EXPECT_EQ(decode_with([](nlmsghdr *nlh) { mnl_attr_put_u32(nlh, GAPPACE_A_RTO_SPORT, 1); }),
+		  "malformed GAPPACE_A_RTO_SPORT in kernel reply");
+	EXPECT_EQ(decode_with([](nlmsghdr *nlh) {
+			  const uint8_t five[5] = {};
+			  mnl_attr_put(nlh, GAPPACE_A_RTO_DADDR_IPV4, sizeof(five), five);
+		  }),
+		  "malformed GAPPACE_A_RTO_DADDR_IPV4 in kernel reply");
+	EXPECT_EQ(decode_with([](nlmsghdr *nlh) {
+			  const uint8_t four[4] = {};
+			  mnl_attr_put(nlh, GAPPACE_A_RTO_SADDR_IPV6, sizeof(four), four);
+		  }),
+		  "malformed GAPPACE_A_RTO_SADDR_IPV6 in kernel reply");
+}
+
 TEST(FieldTables, CoverTheWholeUapi)
 {
 	// Every GAPPACE_A_STATS_* counter and every tc_gappace_xstats member has a row.
@@ -499,6 +765,10 @@ TEST(FieldTables, CoverTheWholeUapi)
 	for (const auto &field : kXstatsFields)
 		xstats_bytes += field.size;
 	EXPECT_EQ(xstats_bytes, sizeof(tc_gappace_xstats));
+	// Every u32 GAPPACE_A_RTO_* value (all but PAD, the addresses and the ports) has a row.
+	EXPECT_EQ(kRtoFields.size(), size_t{GAPPACE_A_RTO_MAX - GAPPACE_A_RTO_DPORT});
+	for (size_t i = 0; i < kRtoFields.size(); ++i)
+		EXPECT_EQ(kRtoFields[i].attr, GAPPACE_A_RTO_DPORT + 1 + i) << kRtoFields[i].key;
 }
 
 } // namespace

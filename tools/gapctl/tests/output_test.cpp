@@ -172,6 +172,139 @@ TEST(Report, PrettyJson)
 				   "]\n");
 }
 
+// ------------------------------------------------------------------ rto
+
+RtoTarget rto_connection()
+{
+	RtoTarget target;
+	target.local = *parse_endpoint("10.0.0.1:40000");
+	target.peer = *parse_endpoint("10.0.0.2:5001");
+	return target;
+}
+
+RtoTarget rto_peer()
+{
+	RtoTarget target;
+	target.peer = *parse_host_address("fd00::2");
+	return target;
+}
+
+RtoInfo rto_set_reply(uint32_t count)
+{
+	RtoInfo reply;
+	reply.values[GAPPACE_A_RTO_COUNT] = count;
+	reply.values[GAPPACE_A_RTO_EFFECTIVE_RTO_MIN_US] = 8000;
+	reply.values[GAPPACE_A_RTO_EFFECTIVE_DELACK_MAX_US] = 4000;
+	return reply;
+}
+
+RtoInfo rto_override(bool with_ttl)
+{
+	RtoInfo rto;
+	rto.local = *parse_endpoint("[fd00::1]:40000");
+	rto.peer = *parse_endpoint("[fd00::2]:5001");
+	rto.values[GAPPACE_A_RTO_RTO_MIN_US] = 5000;
+	rto.values[GAPPACE_A_RTO_EFFECTIVE_RTO_MIN_US] = 8000;
+	rto.values[GAPPACE_A_RTO_EFFECTIVE_DELACK_MAX_US] = 4000;
+	rto.values[GAPPACE_A_RTO_ORIG_RTO_MIN_US] = 200000;
+	rto.values[GAPPACE_A_RTO_ORIG_DELACK_MAX_US] = 40000;
+	rto.values[GAPPACE_A_RTO_RTO_US] = 208000;
+	rto.values[GAPPACE_A_RTO_OWNER_PORTID] = 2151680;
+	rto.values[GAPPACE_A_RTO_OWNER_PID] = 1234;
+	if (with_ttl)
+		rto.values[GAPPACE_A_RTO_TTL_LEFT_MS] = 59000;
+	return rto;
+}
+
+TEST(RtoOutput, SetTextSaysWhatWasAppliedAndThatItIsHeld)
+{
+	RtoSettings asked;
+	asked.rto_min_us = 5000;
+	EXPECT_EQ(format_rto_set_text(rto_connection(), asked, rto_set_reply(1)),
+		  "rto 10.0.0.1:40000 -> 10.0.0.2:5001: floor 8000us (asked 5000us), delack 4000us; "
+		  "held until gapctl exits (Ctrl-C)\n");
+
+	asked.rto_min_us = 8000;
+	asked.delack_max_us = 3000;
+	asked.ttl_ms = 60000;
+	EXPECT_EQ(format_rto_set_text(rto_peer(), asked, rto_set_reply(3)),
+		  "rto peer fd00::2: 3 connections, floor 8000us, delack 4000us (asked 3000us); "
+		  "held for 60000ms or until gapctl exits (Ctrl-C)\n");
+}
+
+TEST(RtoOutput, SetJsonIsOneObjectInBaseUnits)
+{
+	JsonWriter json;
+	write_rto_set_json(json, rto_set_reply(1));
+	EXPECT_EQ(finish_json(OutputFormat::Json, json),
+		  "{\"count\":1,\"effective_rto_min_us\":8000,\"effective_delack_max_us\":4000}\n");
+	EXPECT_EQ(finish_json(OutputFormat::PrettyJson, json), "{\n"
+							       "    \"count\": 1,\n"
+							       "    \"effective_rto_min_us\": 8000,\n"
+							       "    \"effective_delack_max_us\": 4000\n"
+							       "}\n");
+}
+
+TEST(RtoOutput, Clear)
+{
+	RtoInfo reply;
+	reply.values[GAPPACE_A_RTO_COUNT] = 2;
+	EXPECT_EQ(format_rto_clear_text(rto_peer(), reply), "rto peer fd00::2: restored 2 connections\n");
+	reply.values[GAPPACE_A_RTO_COUNT] = 1;
+	EXPECT_EQ(format_rto_clear_text(rto_connection(), reply),
+		  "rto 10.0.0.1:40000 -> 10.0.0.2:5001: restored 1 connection\n");
+	JsonWriter json;
+	write_rto_clear_json(json, reply);
+	EXPECT_EQ(json.str(), "{\"count\":1}");
+}
+
+TEST(RtoOutput, ShowText)
+{
+	EXPECT_EQ(format_rto_text(rto_override(true)),
+		  "[fd00::1]:40000 -> [fd00::2]:5001 rto_min 8000us (asked 5000us) delack_max 4000us rto 208000us\n"
+		  "    orig rto_min 200000us delack_max 40000us\n"
+		  "    owner pid 1234 portid 2151680 ttl_left 59000ms\n");
+	EXPECT_EQ(format_rto_text(rto_override(false)),
+		  "[fd00::1]:40000 -> [fd00::2]:5001 rto_min 8000us (asked 5000us) delack_max 4000us rto 208000us\n"
+		  "    orig rto_min 200000us delack_max 40000us\n"
+		  "    owner pid 1234 portid 2151680\n");
+}
+
+TEST(RtoOutput, ShowJsonHasTtlLeftOnlyWhenSent)
+{
+	JsonWriter with;
+	write_rto_json(with, rto_override(true));
+	EXPECT_EQ(with.str(), "{\"local\":\"[fd00::1]:40000\",\"peer\":\"[fd00::2]:5001\",\"rto_min_us\":5000,"
+			      "\"effective_rto_min_us\":8000,\"effective_delack_max_us\":4000,"
+			      "\"orig_rto_min_us\":200000,\"orig_delack_max_us\":40000,\"rto_us\":208000,"
+			      "\"owner_portid\":2151680,\"owner_pid\":1234,\"ttl_left_ms\":59000}");
+	JsonWriter without;
+	write_rto_json(without, rto_override(false));
+	EXPECT_EQ(without.str().find("ttl_left_ms"), std::string::npos);
+}
+
+TEST(RtoOutput, ShowReport)
+{
+	Report empty(OutputFormat::Json, fake_ifname);
+	EXPECT_EQ(empty.finish(), "[]\n");
+
+	RtoInfo rto;
+	rto.local = *parse_endpoint("10.0.0.1:40000");
+	rto.peer = *parse_endpoint("10.0.0.2:5001");
+	rto.values[GAPPACE_A_RTO_RTO_MIN_US] = 5000;
+	rto.values[GAPPACE_A_RTO_DELACK_MAX_US] = 3000;
+	Report json(OutputFormat::Json, fake_ifname);
+	json.add(rto);
+	json.add(rto);
+	EXPECT_EQ(json.finish(), "[{\"local\":\"10.0.0.1:40000\",\"peer\":\"10.0.0.2:5001\",\"rto_min_us\":5000,"
+				 "\"delack_max_us\":3000},"
+				 "{\"local\":\"10.0.0.1:40000\",\"peer\":\"10.0.0.2:5001\",\"rto_min_us\":5000,"
+				 "\"delack_max_us\":3000}]\n");
+	Report text(OutputFormat::Text, fake_ifname);
+	text.add(rto);
+	EXPECT_EQ(text.finish(), "10.0.0.1:40000 -> 10.0.0.2:5001\n");
+}
+
 TEST(PrettyJson, LeavesStringsAlone)
 {
 	EXPECT_EQ(pretty_json("{\"a,b\":\"{x:[y]}\\\"\"}"), "{\n    \"a,b\": \"{x:[y]}\\\"\"\n}");

@@ -34,7 +34,8 @@ echo "rto before: $base ms" >>"$log"
 
 # expect_rto DPORT OP MS WHAT: the connection's RTO compared with MS. With the
 # floor at 8 ms the RTO is srtt + max(mdev, 8 ms): a few ms more where the
-# emulator's jitter made the handshake's RTT sample deviate; far below 200 ms.
+# emulator's jitter made the handshake's RTT sample deviate (tens of ms under
+# TCG, the only sample an idle connection has); below 100 ms: the 200 ms floor is gone.
 expect_rto() {
     local r
     r=$(rto_ms "$1")
@@ -56,7 +57,7 @@ release() {
 # --- set by tuple: 5 ms is rounded up to 2 jiffies; the RTO follows at once
 # shellcheck disable=SC2086
 hold $conn 5ms
-expect_rto 6000 -le 60 "after set"
+expect_rto 6000 -le 100 "after set"
 expect_rto 6001 -ge 200 "other connection untouched"
 gapctl -j rto show >"$(gp_result rto-show.json)"
 case $(cat "$(gp_result rto-show.json)") in
@@ -72,7 +73,7 @@ release
 # --- the lease: the owner is killed, its overrides end within 1 s
 # shellcheck disable=SC2086
 hold $conn 10ms
-expect_rto 6000 -le 60 "held"
+expect_rto 6000 -le 100 "held"
 kill -9 "$holder"
 wait "$holder" 2>/dev/null
 holder=
@@ -82,8 +83,8 @@ expect_rto 6000 -ge 200 "owner killed"
 
 # --- TTL: the override ends by itself while its owner still runs
 hold peer 10.0.0.2 5ms ttl 700ms
-expect_rto 6000 -le 60 "peer-wide set, conn 1"
-expect_rto 6001 -le 60 "peer-wide set, conn 2"
+expect_rto 6000 -le 100 "peer-wide set, conn 1"
+expect_rto 6001 -le 100 "peer-wide set, conn 2"
 sleep 1
 expect_rto 6000 -ge 200 "ttl passed, conn 1"
 expect_rto 6001 -ge 200 "ttl passed, conn 2"
@@ -91,7 +92,7 @@ release
 
 # --- module unload restores everything
 hold peer 10.0.0.2 5ms
-expect_rto 6001 -le 60 "before rmmod"
+expect_rto 6001 -le 100 "before rmmod"
 gp_check "rmmod with overrides" rmmod gappace
 expect_rto 6000 -ge 200 "after rmmod, conn 1"
 expect_rto 6001 -ge 200 "after rmmod, conn 2"

@@ -32,6 +32,7 @@ struct gp_counters {
 struct gp_rule_info {
 	struct gp_prefix prefix;
 	u64 rate;
+	u32 owner_portid;
 	u64 achieved_rate;
 	u32 backlog;
 	struct gp_counters stats;
@@ -63,7 +64,8 @@ void gp_qdisc_unregister(void);
 struct Qdisc *gp_qdisc_of(struct net_device *dev);
 void gp_prefix_mask(struct gp_prefix *prefix);
 int gp_rule_set(struct Qdisc *sch, const struct gp_prefix *prefix, u64 rate, bool create,
-		bool replace, struct netlink_ext_ack *extack);
+		bool replace, u32 owner_portid, struct netlink_ext_ack *extack);
+unsigned int gp_rules_release_owner(struct Qdisc *sch, u32 portid);
 int gp_rule_del(struct Qdisc *sch, const struct gp_prefix *prefix, struct netlink_ext_ack *extack);
 /* Copies up to @max rules starting at position @first; returns how many. *@gen gets
  * the rule-set generation, which changes whenever rules are added or removed. */
@@ -107,6 +109,7 @@ struct gp_rto_info {
 /* rto.c */
 int gp_rto_init(void);
 void gp_rto_exit(void);
+void gp_rto_release_owner(const struct net *net, u32 portid);
 int gp_rto_set(struct net *net, const struct gp_rto_tuple *t, bool by_peer,
 	       const struct gp_rto_request *req, u32 owner_portid, struct gp_rto_result *res,
 	       struct netlink_ext_ack *extack);
@@ -114,6 +117,10 @@ int gp_rto_clear(struct net *net, const struct gp_rto_tuple *t, bool by_peer, u3
 		 struct netlink_ext_ack *extack);
 unsigned int gp_rto_snapshot(struct net *net, unsigned int first, struct gp_rto_info *out,
 			     unsigned int max);
+
+/* lease.c: when a netlink socket is released, what it set ends */
+int gp_lease_init(void);
+void gp_lease_exit(void);
 
 /* netlink.c */
 int gp_genl_register(void);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * main.c - gappace module entry: registers the qdisc, the RTO override's
+ * main.c - gappace module entry: registers the qdisc, the RTO override, the
  * lease tracking and the generic netlink family, and unwinds in reverse order.
  */
 #include <linux/module.h>
@@ -23,6 +23,9 @@ static int __init gp_mod_init(void)
 	err = gp_rto_init();
 	if (err)
 		goto err_rto;
+	err = gp_lease_init();
+	if (err)
+		goto err_lease;
 	err = gp_genl_register();
 	if (err)
 		goto err_genl;
@@ -30,6 +33,8 @@ static int __init gp_mod_init(void)
 	return 0;
 
 err_genl:
+	gp_lease_exit();
+err_lease:
 	gp_rto_exit();
 err_rto:
 	gp_qdisc_unregister();
@@ -40,6 +45,7 @@ err_qdisc:
 static void __exit gp_mod_exit(void)
 {
 	gp_genl_unregister();	/* no new requests */
+	gp_lease_exit();	/* lease ends already queued run first */
 	gp_rto_exit();		/* every overridden socket gets its values back */
 	gp_qdisc_unregister();
 }

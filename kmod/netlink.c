@@ -34,6 +34,8 @@ static const struct nla_policy gp_rule_policy[GAPPACE_A_RULE_MAX + 1] = {
 	[GAPPACE_A_RULE_RATE]		= NLA_POLICY_FULL_RANGE(NLA_U64, &gp_rule_rate_range),
 	[GAPPACE_A_RULE_STATS]		= { .type = NLA_REJECT,
 					    .reject_message = "statistics are read-only" },
+	[GAPPACE_A_RULE_OWNER_PORTID]	= { .type = NLA_REJECT,
+					    .reject_message = "the owner is the socket that sends the request" },
 };
 
 #define GP_REPLY_ONLY { .type = NLA_REJECT, .reject_message = "attribute is only sent by the kernel" }
@@ -186,7 +188,7 @@ static int gp_cmd_rule_new(struct sk_buff *skb, struct genl_info *info)
 	if (IS_ERR(sch))
 		err = PTR_ERR(sch);
 	else
-		err = gp_rule_set(sch, &prefix, rate, true, replace, info->extack);
+		err = gp_rule_set(sch, &prefix, rate, true, replace, info->snd_portid, info->extack);
 	rtnl_unlock();
 	return err;
 }
@@ -260,7 +262,8 @@ static int gp_fill_rule(struct sk_buff *skb, int ifindex, const struct gp_rule_i
 		goto cancel;
 	}
 	if (nla_put_u8(skb, GAPPACE_A_RULE_PREFIX_LEN, r->prefix.len) ||
-	    nla_put_u64_64bit(skb, GAPPACE_A_RULE_RATE, r->rate, GAPPACE_A_RULE_PAD))
+	    nla_put_u64_64bit(skb, GAPPACE_A_RULE_RATE, r->rate, GAPPACE_A_RULE_PAD) ||
+	    nla_put_u32(skb, GAPPACE_A_RULE_OWNER_PORTID, r->owner_portid))
 		goto cancel;
 	stats = gp_put_stats(skb, GAPPACE_A_RULE_STATS, &r->stats, r->achieved_rate, r->backlog);
 	if (!stats)

@@ -92,6 +92,7 @@ struct gp_flow {
 	u64 last_end;			/* wire time at the end of the last frame */
 	bool started;
 	struct gp_counters stats;
+	u32 owner_portid;		/* the lease: the netlink socket that set the rule */
 };
 
 struct gp_sched_data {
@@ -798,7 +799,7 @@ static void gp_rule_reset_stats(struct gp_flow *flow)
 }
 
 int gp_rule_set(struct Qdisc *sch, const struct gp_prefix *prefix, u64 rate, bool create,
-		bool replace, struct netlink_ext_ack *extack)
+		bool replace, u32 owner_portid, struct netlink_ext_ack *extack)
 {
 	struct gp_sched_data *q = qdisc_priv(sch);
 	struct gp_flow *flow, *fresh;
@@ -830,6 +831,7 @@ int gp_rule_set(struct Qdisc *sch, const struct gp_prefix *prefix, u64 rate, boo
 		}
 		flow->rate = rate;
 		flow->clock.rem = 0;
+		flow->owner_portid = owner_portid;	/* the lease passes to the new setter */
 		gp_rule_reset_stats(flow);
 		sch_tree_unlock(sch);
 		kfree(fresh);
@@ -849,6 +851,7 @@ int gp_rule_set(struct Qdisc *sch, const struct gp_prefix *prefix, u64 rate, boo
 	}
 	fresh->prefix = *prefix;
 	fresh->rate = rate;
+	fresh->owner_portid = owner_portid;
 	fresh->clock.next = q->wire.now;
 	hlist_add_head(&fresh->hash_node, &q->rule_hash[gp_prefix_hash(prefix)]);
 	list_add_tail(&fresh->list, &q->rules);
@@ -857,6 +860,24 @@ int gp_rule_set(struct Qdisc *sch, const struct gp_prefix *prefix, u64 rate, boo
 	q->generation++;
 	sch_tree_unlock(sch);
 	return 0;
+}
+
+/* Unlinks and frees a rule; its queued packets continue unpaced. Under the tree lock. */
+static void gp_flow_remove(struct gp_sched_data *q, struct gp_flow *flow)
+{
+	/* nothing is lost: queued packets continue unpaced, behind what is there */
+	if (flow->qlen) {
+		rb_erase_cached(&flow->tree_node, &q->backlogged);
+		while (flow->head)
+			gp_skb_append(&q->unpaced_head, &q->unpaced_tail, gp_skb_pop(&flow->head));
+		flow->qlen = 0;
+	}
+	hlist_del(&flow->hash_node);
+	list_del(&flow->list);
+	gp_lens_del(q, &flow->prefix);
+	q->n_rules--;
+	q->generation++;
+	kfree(flow);
 }
 
 int gp_rule_del(struct Qdisc *sch, const struct gp_prefix *prefix, struct netlink_ext_ack *extack)
@@ -871,21 +892,27 @@ int gp_rule_del(struct Qdisc *sch, const struct gp_prefix *prefix, struct netlin
 		NL_SET_ERR_MSG_MOD(extack, "no rule for this prefix");
 		return -ENOENT;
 	}
-	/* nothing is lost: queued packets continue unpaced, behind what is there */
-	if (flow->qlen) {
-		rb_erase_cached(&flow->tree_node, &q->backlogged);
-		while (flow->head)
-			gp_skb_append(&q->unpaced_head, &q->unpaced_tail, gp_skb_pop(&flow->head));
-		flow->qlen = 0;
-	}
-	hlist_del(&flow->hash_node);
-	list_del(&flow->list);
-	gp_lens_del(q, prefix);
-	q->n_rules--;
-	q->generation++;
+	gp_flow_remove(q, flow);
 	sch_tree_unlock(sch);
-	kfree(flow);
 	return 0;
+}
+
+/* The lease of netlink port @portid ended: its rules go. Caller holds RTNL. */
+unsigned int gp_rules_release_owner(struct Qdisc *sch, u32 portid)
+{
+	struct gp_sched_data *q = qdisc_priv(sch);
+	struct gp_flow *flow, *tmp;
+	unsigned int n = 0;
+
+	sch_tree_lock(sch);
+	list_for_each_entry_safe(flow, tmp, &q->rules, list) {
+		if (flow->owner_portid != portid)
+			continue;
+		gp_flow_remove(q, flow);
+		n++;
+	}
+	sch_tree_unlock(sch);
+	return n;
 }
 
 static u64 gp_rate_since(u64 wire_bytes, u64 first_start, u64 end, u64 link)
@@ -913,6 +940,7 @@ unsigned int gp_rules_snapshot(struct Qdisc *sch, unsigned int first, struct gp_
 			break;
 		out[n].prefix = flow->prefix;
 		out[n].rate = flow->rate;
+		out[n].owner_portid = flow->owner_portid;
 		out[n].backlog = flow->qlen;
 		out[n].stats = flow->stats;
 		out[n].achieved_rate = flow->started ?

@@ -22,8 +22,9 @@
  *    RTO never drops below what the estimator itself would compute with the
  *    new floor; raising the floor (on restore) takes effect at once too.
  *  - Leases: each override is owned by the netlink socket that made it. When
- *    that socket is released (the process closed it or died), a TTL passes,
- *    or the module unloads, the socket's own values come back. We hold a
+ *    that socket is released (the process closed it or died; lease.c tells
+ *    us), a TTL passes, or the module unloads, the socket's own values come
+ *    back. We hold a
  *    reference on each overridden socket: a connection that closes meanwhile
  *    is simply dropped from the list by the next sweep, never dereferenced
  *    after free.
@@ -71,7 +72,7 @@ struct gp_rto_override {
 static LIST_HEAD(gp_rto_list);
 static DEFINE_MUTEX(gp_rto_lock);
 static unsigned int gp_rto_count;
-static struct workqueue_struct *gp_rto_wq;	/* lease ends and the sweep: may sleep */
+static struct workqueue_struct *gp_rto_wq;	/* the sweep: may sleep */
 static void gp_rto_sweep(struct work_struct *work);
 static DECLARE_DELAYED_WORK(gp_rto_sweeper, gp_rto_sweep);
 
@@ -409,64 +410,31 @@ static void gp_rto_sweep(struct work_struct *work)
 
 /* ------------------------------------------------------------ leases */
 
-struct gp_rto_owner {
-	struct work_struct work;
-	const struct net *net;	/* compared, never dereferenced: it may be dying */
-	u32 portid;
-};
-
 static bool gp_rto_owned_by(const struct gp_rto_override *o, const void *arg)
 {
-	const struct gp_rto_owner *owner = arg;
+	const struct gp_rto_override *owner = arg;
 
-	return o->owner_portid == owner->portid && read_pnet(&o->net) == owner->net;
+	return o->owner_portid == owner->owner_portid && read_pnet(&o->net) == read_pnet(&owner->net);
 }
 
-static void gp_rto_release_owner(struct work_struct *work)
+/* The netlink socket @portid of @net was released (lease.c): its overrides end.
+ * @net is only compared, never dereferenced: it may be dying. */
+void gp_rto_release_owner(const struct net *net, u32 portid)
 {
-	struct gp_rto_owner *owner = container_of(work, struct gp_rto_owner, work);
+	struct gp_rto_override key = { .owner_portid = portid };
 
+	if (!READ_ONCE(gp_rto_count))
+		return;
+	write_pnet(&key.net, (struct net *)net);
 	mutex_lock(&gp_rto_lock);
-	gp_rto_restore_where(gp_rto_owned_by, owner);
+	gp_rto_restore_where(gp_rto_owned_by, &key);
 	mutex_unlock(&gp_rto_lock);
-	kfree(owner);
 }
-
-/* A generic netlink socket was released: its leases end. */
-static int gp_rto_netlink_event(struct notifier_block *nb, unsigned long event, void *ptr)
-{
-	struct netlink_notify *n = ptr;
-	struct gp_rto_owner *owner;
-
-	if (event != NETLINK_URELEASE || n->protocol != NETLINK_GENERIC || !n->portid ||
-	    !READ_ONCE(gp_rto_count))
-		return NOTIFY_DONE;
-	owner = kzalloc(sizeof(*owner), GFP_ATOMIC);
-	if (!owner)	/* the sweep cannot know the owner is gone: rare, logged */
-		return NOTIFY_DONE;
-	INIT_WORK(&owner->work, gp_rto_release_owner);
-	owner->net = n->net;
-	owner->portid = n->portid;
-	/* lock_sock() may sleep; the release path is no place for it */
-	queue_work(gp_rto_wq, &owner->work);
-	return NOTIFY_DONE;
-}
-
-static struct notifier_block gp_rto_netlink_notifier = {
-	.notifier_call = gp_rto_netlink_event,
-};
 
 int gp_rto_init(void)
 {
-	int err;
-
 	gp_rto_wq = alloc_workqueue("gappace_rto", 0, 0);
-	if (!gp_rto_wq)
-		return -ENOMEM;
-	err = netlink_register_notifier(&gp_rto_netlink_notifier);
-	if (err)
-		destroy_workqueue(gp_rto_wq);
-	return err;
+	return gp_rto_wq ? 0 : -ENOMEM;
 }
 
 static bool gp_rto_all(const struct gp_rto_override *o, const void *unused)
@@ -477,8 +445,6 @@ static bool gp_rto_all(const struct gp_rto_override *o, const void *unused)
 /* Module unload: every override ends, every socket gets its values back. */
 void gp_rto_exit(void)
 {
-	netlink_unregister_notifier(&gp_rto_netlink_notifier);
-	flush_workqueue(gp_rto_wq);	/* lease ends already queued */
 	cancel_delayed_work_sync(&gp_rto_sweeper);
 	mutex_lock(&gp_rto_lock);
 	gp_rto_restore_where(gp_rto_all, NULL);

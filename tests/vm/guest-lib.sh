@@ -175,3 +175,41 @@ gp_load_kmod() {
     done
     gp_log "loaded kernel module $name"
 }
+
+# --- gappace leases -------------------------------------------------------
+# A flow rule lives as long as the netlink socket that set it: `gapctl pace add`
+# holds it until it gets SIGTERM. gp_pace_hold DEV DST RATE starts such a holder
+# in the background and waits (bounded) until the rule is listed;
+# gp_pace_release DEV DST ends the lease and waits until the rule is gone.
+_gp_hold_file() {
+    echo "$GP_RUN/hold.$(echo "$1.$2" | tr '/:.' '___')"
+}
+
+gp_pace_hold() {
+    local dev=$1 dst=$2 rate=$3 i=0
+    mkdir -p "$GP_RUN"
+    /usr/bin/gapctl pace add dev "$dev" dst "$dst" rate "$rate" >/dev/null &
+    echo $! >"$(_gp_hold_file "$dev" "$dst")"
+    while [ "$i" -lt 100 ]; do
+        case $(/usr/bin/gapctl -j pace show dev "$dev") in *"\"dst\":\"$dst\""*) return 0 ;; esac
+        sleep 0.05
+        i=$((i + 1))
+    done
+    gp_fail "rule $dst on $dev did not appear"
+}
+
+gp_pace_release() {
+    local dev=$1 dst=$2 f pid i=0
+    f=$(_gp_hold_file "$dev" "$dst")
+    [ -f "$f" ] || return 0
+    pid=$(cat "$f")
+    rm -f "$f"
+    kill "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    while [ "$i" -lt 100 ]; do
+        case $(/usr/bin/gapctl -j pace show dev "$dev" 2>/dev/null) in *"\"dst\":\"$dst\""*) ;; *) return 0 ;; esac
+        sleep 0.05
+        i=$((i + 1))
+    done
+    gp_fail "rule $dst on $dev outlived its lease"
+}

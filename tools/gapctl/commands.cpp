@@ -9,6 +9,7 @@
 #include <string>
 
 #include "hold.hpp"
+#include "units.hpp"
 
 namespace gp {
 namespace {
@@ -218,6 +219,16 @@ int run_pace_change(const Invocation &invocation, const PaceRuleArgs &args, uint
 	auto ifindex = resolve_device(args.dev);
 	if (!ifindex)
 		return report_device_error(invocation, ifindex.error());
+	// A rule is a lease of the netlink socket that set it (like an RTO override): adding
+	// or replacing one holds the socket open until a signal. Declared before the socket,
+	// destroyed after it; blocked before the request so that a Ctrl-C ends the hold.
+	std::optional<HoldSignals> signals;
+	if (cmd != GAPPACE_CMD_RULE_DEL) {
+		auto blocked = HoldSignals::block();
+		if (!blocked)
+			return report_failure(invocation, what, blocked.error());
+		signals.emplace(std::move(*blocked));
+	}
 	auto genl = open_gappace_genl();
 	if (!genl)
 		return report_failure(invocation, what, genl.error());
@@ -228,6 +239,17 @@ int run_pace_change(const Invocation &invocation, const PaceRuleArgs &args, uint
 		encode_rule_new(request, genl->family_id, *ifindex, args.dst, *args.rate, args.replace);
 	if (auto done = genl->socket.transact(request); !done)
 		return report_failure(invocation, what, done.error());
+	if (!signals)
+		return kExitSuccess;
+	if (invocation.format == OutputFormat::Text) {
+		const std::string text = "pace " + args.dev + " " + prefix + " " + gp::format_rate(*args.rate) +
+					 ": held until gapctl exits (Ctrl-C)\n";
+		if (int status = print_output(invocation, text); status != kExitSuccess)
+			return status;
+	}
+	// The lease: the rule lasts while genl->socket is open.
+	if (auto ended = signals->wait(std::nullopt); !ended)
+		return report_failure(invocation, "lost the rule for " + prefix, ended.error());
 	return kExitSuccess;
 }
 

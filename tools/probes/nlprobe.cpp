@@ -12,9 +12,11 @@
 //   gp-nlprobe [-j] --dev DEV --plain-dev DEV
 //     DEV        has the gappace root qdisc, with a link rate (e.g. eth0)
 //     plain-dev  does not have it (e.g. lo)
-//   gp-nlprobe --dev DEV --add-rules N
+//   gp-nlprobe --dev DEV --add-rules N [--hold]
 //     adds N /32 rules (10.128.0.0 upwards) over one socket: a bulk load for
-//     leak and scale tests, far faster than N gapctl processes
+//     leak and scale tests, far faster than N gapctl processes. Rules are
+//     leases of that socket: with --hold the probe keeps it open until SIGTERM
+//     or SIGINT, otherwise the rules end when it exits
 //
 // Exit status: 0 all cases refused as expected (or all rules added), 1 some were
 // not, 2 usage/setup error.
@@ -25,6 +27,7 @@
 #include <linux/genetlink.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
+#include <csignal>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -315,12 +318,18 @@ bool restore_net_admin()
 int usage()
 {
 	std::fprintf(stderr, "usage: gp-nlprobe [-j] --dev DEV --plain-dev DEV\n"
-			     "       gp-nlprobe --dev DEV --add-rules N\n");
+			     "       gp-nlprobe --dev DEV --add-rules N [--hold]\n");
 	return 2;
 }
 
-int add_rules(uint32_t ifindex, uint32_t count)
+int add_rules(uint32_t ifindex, uint32_t count, bool hold)
 {
+	sigset_t stop;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	if (hold)
+		sigprocmask(SIG_BLOCK, &stop, nullptr);	// from now on a signal ends the hold
 	auto sock = gp::NetlinkSocket::open(NETLINK_GENERIC);
 	if (!sock) {
 		std::fprintf(stderr, "gp-nlprobe: %s\n", sock.error().message.c_str());
@@ -342,6 +351,11 @@ int add_rules(uint32_t ifindex, uint32_t count)
 		}
 	}
 	std::printf("{\"rules_added\":%u}\n", count);
+	std::fflush(stdout);
+	if (hold) {
+		int signal = 0;
+		sigwait(&stop, &signal);	// the socket, and with it the rules, live until here
+	}
 	return 0;
 }
 
@@ -352,6 +366,7 @@ int main(int argc, char **argv)
 	bool json = false;
 	std::string dev, plain_dev;
 	long rules = -1;
+	bool hold = false;
 	for (int i = 1; i < argc; ++i) {
 		const std::string arg = argv[i];
 		if (arg == "-j")
@@ -362,6 +377,8 @@ int main(int argc, char **argv)
 			plain_dev = argv[++i];
 		else if (arg == "--add-rules" && i + 1 < argc)
 			rules = std::strtol(argv[++i], nullptr, 10);
+		else if (arg == "--hold")
+			hold = true;
 		else
 			return usage();
 	}
@@ -371,7 +388,7 @@ int main(int argc, char **argv)
 			std::fprintf(stderr, "gp-nlprobe: cannot find device \"%s\" or bad rule count\n", dev.c_str());
 			return 2;
 		}
-		return add_rules(idx, static_cast<uint32_t>(rules));
+		return add_rules(idx, static_cast<uint32_t>(rules), hold);
 	}
 	if (dev.empty() || plain_dev.empty())
 		return usage();

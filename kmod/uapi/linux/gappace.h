@@ -75,6 +75,8 @@ struct tc_gappace_xstats {
 enum gappace_cmd {
 	GAPPACE_CMD_UNSPEC,
 	/* Add a flow rule {IFINDEX, RULE{DST_IPV4|DST_IPV6, [PREFIX_LEN], RATE}}.
+	 * A rule is a lease of the requesting netlink socket: it is removed when
+	 * that socket is closed (or its process dies), like an RTO override.
 	 * EEXIST if the prefix has a rule (see GAPPACE_CMD_RULE_SET). Generic
 	 * netlink takes no NLM_F_CREATE/EXCL/REPLACE: those bits alias the dump
 	 * flags and strict families refuse them. */
@@ -125,6 +127,8 @@ enum gappace_a_rule {
 	GAPPACE_A_RULE_PREFIX_LEN,	/* u8, default: the full address length */
 	GAPPACE_A_RULE_RATE,		/* u64 bit/s on the wire, 1000 .. link rate */
 	GAPPACE_A_RULE_STATS,		/* nest, enum gappace_a_stats (replies only) */
+	GAPPACE_A_RULE_OWNER_PORTID,	/* u32 (replies only): the netlink port id holding
+					 * the rule's lease; the rule ends when it closes */
 	__GAPPACE_A_RULE_MAX
 };
 #define GAPPACE_A_RULE_MAX (__GAPPACE_A_RULE_MAX - 1)

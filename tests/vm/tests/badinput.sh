@@ -30,10 +30,19 @@ gp-nlprobe --dev eth0 --plain-dev lo >>"$log" 2>&1
 # through gapctl: the kernel's text reaches the user
 expect_error "exceeds the link rate" gapctl pace add dev eth0 dst 10.0.1.1 rate 2mbit
 expect_error "no rule for this prefix" gapctl pace del dev eth0 dst 10.9.9.9
-gp_check "add" gapctl pace add dev eth0 dst 10.0.1.1 rate 100kbit
+# rules are leases: each gapctl holds its rule until it is stopped
+gapctl pace add dev eth0 dst 10.0.1.1 rate 100kbit >/dev/null &
+first=$!
+sleep 0.5
 expect_error "exists" gapctl pace add dev eth0 dst 10.0.1.1 rate 200kbit
-gp_check "replace" gapctl pace replace dev eth0 dst 10.0.1.1 rate 200kbit
-case $(gapctl -j pace show dev eth0) in *'"rate":200000,'*) ;; *) gp_fail "replace did not set the rate" ;; esac
+# replace takes the lease over: the rule outlives the first holder
+gapctl pace replace dev eth0 dst 10.0.1.1 rate 200kbit >/dev/null &
+replacer=$!
+sleep 0.5
+kill "$first"
+wait "$first" 2>/dev/null
+sleep 0.5
+case $(gapctl -j pace show dev eth0) in *'"rate":200000,'*) ;; *) gp_fail "replace did not set the rate, or its lease" ;; esac
 expect_error "not gappace" gapctl pace add dev lo dst 10.0.1.1 rate 100kbit
 expect_error "Ethernet" gapctl qdisc attach dev lo
 expect_error "Cannot find device" gapctl stats dev nosuchdev
@@ -61,6 +70,8 @@ rules=$(gapctl -j pace show dev eth0)
 echo "rules after: $rules" >>"$log"
 case $rules in *'"dst":"10.0.1.1/32","rate":200000'*) ;; *) gp_fail "rule set changed: $rules" ;; esac
 [ "$(echo "$rules" | grep -o '"dst"' | wc -l)" = 1 ] || gp_fail "unexpected rules: $rules"
+kill "$replacer"
+wait "$replacer" 2>/dev/null
 gp_check "detach" gapctl qdisc detach dev eth0
 rmmod gappace || gp_fail "rmmod"
 expect_error "not loaded" gapctl pace show

@@ -25,6 +25,20 @@ settle() { # let TX completions and RCU callbacks free what they hold
     echo 3 >/proc/sys/vm/drop_caches
 }
 
+# A rule is a lease: its owner killed with SIGKILL, it is gone within a second.
+gp_load_module gappace
+gp_check "attach" gapctl qdisc attach dev eth0 linkrate 1mbit
+gapctl pace add dev eth0 dst 10.0.9.9 rate 10kbit >/dev/null &
+owner=$!
+sleep 0.5
+case $(gapctl -j pace show dev eth0) in *'10.0.9.9/32'*) ;; *) gp_fail "rule not set" ;; esac
+kill -9 "$owner"
+wait "$owner" 2>/dev/null
+sleep 1
+[ "$(gapctl -j pace show dev eth0)" = "[]" ] || gp_fail "rule outlived its killed owner: $(gapctl -j pace show dev eth0)"
+gp_check "detach" gapctl qdisc detach dev eth0
+gp_check "rmmod" rmmod gappace
+
 settle
 skb0=$(slab_active skbuff_head_cache)
 slab0=$(slab_kb)
@@ -43,21 +57,34 @@ for round in 1 2 3; do
     gp_check "round $round attach under traffic" gapctl qdisc attach dev eth0 linkrate 1mbit ifg 100
     [ "$(refcnt)" = 1 ] || gp_fail "round $round: refcnt $(refcnt) while attached"
     rmmod gappace 2>/dev/null && gp_fail "round $round: rmmod succeeded while the qdisc was attached"
-    gp_check "round $round pace" gapctl pace add dev eth0 dst 10.0.1.1/32 rate 10kbit
+    gp_pace_hold eth0 10.0.1.1/32 10kbit
     sleep 0.3
     # delete the rule while its packets are queued: they continue unpaced
     gp_check "round $round del with backlog" gapctl pace del dev eth0 dst 10.0.1.1/32
-    gp_check "round $round pace again" gapctl pace add dev eth0 dst 10.0.1.1/32 rate 10kbit
+    gp_pace_release eth0 10.0.1.1/32
+    gp_pace_hold eth0 10.0.1.1/32 10kbit
     gp_check "round $round change" gapctl qdisc change dev eth0 ifg 1500 limit 50
     sleep 0.3
     # detach with paced packets queued and gap frames in flight
     gp_check "round $round detach under traffic" gapctl qdisc detach dev eth0
+    gp_pace_release eth0 10.0.1.1/32	# its rule went with the qdisc
     gp_check "round $round re-attach" gapctl qdisc attach dev eth0 linkrate 1mbit
-    gp_check "round $round bulk rules" gp-nlprobe --dev eth0 --add-rules 3000
-    gp_check "round $round pace" gapctl pace add dev eth0 dst 10.0.1.1/32 rate 10kbit
+    gp-nlprobe --dev eth0 --add-rules 3000 --hold >/dev/null &
+    bulk=$!
+    i=0
+    while [ "$i" -lt 600 ]; do # the probe holds 3000 rules' leases
+        case $(gapctl -j stats dev eth0) in *'"rules":3000,'*) break ;; esac
+        sleep 0.1
+        i=$((i + 1))
+    done
+    gp_pace_hold eth0 10.0.1.1/32 10kbit
     sleep 0.3
     gapctl -j stats dev eth0 >"$(gp_result "stats-round-$round.json")"
+    case $(cat "$(gp_result "stats-round-$round.json")") in *'"rules":3001,'*) ;; *) gp_fail "round $round: not 3001 rules" ;; esac
     gp_check "round $round detach with 3001 rules" gapctl qdisc detach dev eth0
+    kill "$bulk" 2>/dev/null
+    wait "$bulk" 2>/dev/null
+    gp_pace_release eth0 10.0.1.1/32
 
     kill "$unpaced" "$paced" 2>/dev/null
     wait "$unpaced" "$paced" 2>/dev/null

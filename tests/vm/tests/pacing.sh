@@ -85,7 +85,7 @@ gp_check "ifg back to 12" gapctl qdisc change dev eth0 ifg 12
 
 # --- one paced flow at a fraction of the link
 for pct in 1 10 25 50 90; do
-    gp_check "pace $pct%" gapctl pace add dev eth0 dst 10.0.1.1/32 rate "$(kbit "$pct")"
+    gp_pace_hold eth0 10.0.1.1/32 "$(kbit "$pct")"
     snapshot "rate-$pct.before"
     marker "rate-$pct"
     send_udp 10.0.1.1 "$frames" 10 >"$(gp_result "traffic/rate-$pct.json")" || gp_fail "udp-send rate $pct"
@@ -93,6 +93,7 @@ for pct in 1 10 25 50 90; do
     snapshot "rate-$pct.after"
     gapctl -j pace show dev eth0 >"$(gp_result "rules/rate-$pct.json")"
     gp_check "del rule $pct%" gapctl pace del dev eth0 dst 10.0.1.1/32
+    gp_pace_release eth0 10.0.1.1/32
 done
 
 # --- two paced flows and an unpaced one at once. The unpaced blaster runs for
@@ -102,8 +103,8 @@ done
 # vCPU), so each paced flow stays backlogged until its last frame, and the
 # phase lasts until both have drained.
 gp_check "limit" gapctl qdisc change dev eth0 limit 10000
-gp_check "pace 10%" gapctl pace add dev eth0 dst 10.0.1.1/32 rate "$(kbit 10)"
-gp_check "pace 25%" gapctl pace add dev eth0 dst 10.0.2.1/32 rate "$(kbit 25)"
+gp_pace_hold eth0 10.0.1.1/32 "$(kbit 10)"
+gp_pace_hold eth0 10.0.2.1/32 "$(kbit 25)"
 snapshot mixed.before
 marker mixed
 /usr/bin/gp-traffic udp-send --dst 10.0.3.1 --port 5000 --count $((frames * 1000)) --flow 30 \
@@ -129,11 +130,11 @@ renice -n 10 -p $$ >/dev/null	# busybox -n is relative: back to 0
 drain mixed
 snapshot mixed.after
 gapctl -j pace show dev eth0 >"$(gp_result rules/mixed.json)"
-gp_check "del 10%" gapctl pace del dev eth0 dst 10.0.1.1/32
-gp_check "del 25%" gapctl pace del dev eth0 dst 10.0.2.1/32
+gp_pace_release eth0 10.0.1.1/32
+gp_pace_release eth0 10.0.2.1/32
 
 # --- paced TCP with TSO/GSO on: the stack hands the qdisc 64 KB packets
-gp_check "pace tcp 20%" gapctl pace add dev eth0 dst 10.0.1.1/32 rate "$(kbit 20)"
+gp_pace_hold eth0 10.0.1.1/32 "$(kbit 20)"
 gp_peer gp-traffic tcp-sink --port 6000 --once --timeout 300 >"$(gp_result traffic/tcp-sink.json)" &
 sink=$!
 sleep 0.5
@@ -145,6 +146,7 @@ wait "$sink" || gp_fail "tcp-sink"
 drain tcp-tso
 snapshot tcp-tso.after
 gapctl -j pace show dev eth0 >"$(gp_result rules/tcp-tso.json)"
+gp_pace_release eth0 10.0.1.1/32
 
 # --- IPv6 rules and longest-prefix match: fd00:1::2 matches both rules and
 # must get the /128's 25 %, fd00:1::3 only the /64's 10 %. IPv6 comes up last
@@ -173,8 +175,8 @@ gp_peer ip -6 addr add fd00:1::3/64 dev eth1 nodad
 mac1=$(gp_peer cat /sys/class/net/eth1/address)
 ip -6 neigh replace fd00:1::2 lladdr "$mac1" dev eth0 nud permanent
 ip -6 neigh replace fd00:1::3 lladdr "$mac1" dev eth0 nud permanent
-gp_check "pace /64" gapctl pace add dev eth0 dst fd00:1::/64 rate "$(kbit 10)"
-gp_check "pace /128" gapctl pace add dev eth0 dst fd00:1::2/128 rate "$(kbit 25)"
+gp_pace_hold eth0 fd00:1::/64 "$(kbit 10)"
+gp_pace_hold eth0 fd00:1::2/128 "$(kbit 25)"
 sleep 1
 snapshot ipv6.before
 marker ipv6
@@ -185,6 +187,8 @@ exec_udp fd00:1::3 "$frames" 62 --size 1452 --gso 44 --sndbuf $((frames * 4096))
 drain ipv6
 snapshot ipv6.after
 gapctl -j pace show dev eth0 >"$(gp_result rules/ipv6.json)"
+gp_pace_release eth0 fd00:1::/64
+gp_pace_release eth0 fd00:1::2/128
 
 # the tc plugin (installed where Debian's tc looks for it) shows the same counters
 tc -s qdisc show dev eth0 >"$(gp_result tc-show.txt)" 2>&1 || gp_fail "tc -s qdisc show"

@@ -56,6 +56,7 @@ struct gp_qdisc_info {
 
 #define GP_RATE_MIN		1000ULL		/* bit/s */
 #define GP_MAX_RULES		65536
+#define GP_RTO_TTL_MAX_MS	(24U * 3600 * 1000)	/* an RTO override's TTL: one day at most */
 
 /* qdisc.c */
 int gp_qdisc_register(void);

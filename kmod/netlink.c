@@ -527,7 +527,7 @@ static int gp_rto_parse(struct genl_info *info, struct gp_rto_tuple *t, bool *by
 	}
 	if (rb[GAPPACE_A_RTO_TTL_MS]) {
 		req->ttl_ms = nla_get_u32(rb[GAPPACE_A_RTO_TTL_MS]);
-		if (!req->ttl_ms || req->ttl_ms > 24U * 3600 * 1000) {
+		if (!req->ttl_ms || req->ttl_ms > GP_RTO_TTL_MAX_MS) {
 			NL_SET_ERR_MSG_ATTR(extack, rb[GAPPACE_A_RTO_TTL_MS],
 					    "ttl-ms must be between 1 ms and one day");
 			return -EINVAL;

@@ -50,7 +50,6 @@
 #include "gappace.h"
 
 #define GP_RTO_MAX_OVERRIDES	65536
-#define GP_RTO_TTL_MAX_MS	(24U * 3600 * 1000)
 #define GP_RTO_SWEEP		(HZ / 10)	/* TTLs and closed sockets: 100 ms */
 
 struct gp_rto_override {

@@ -61,6 +61,18 @@ gp_check() {
     "$@" || gp_fail "$what (exit $?: $*)"
 }
 
+# gp_expect_error LOG PATTERN CMD...: CMD must fail and its stderr contain PATTERN
+# (the kernel's extack text, as gapctl prints it); the exchange is appended to LOG.
+gp_expect_error() {
+    local log=$1 pattern=$2 err rc
+    shift 2
+    err=$("$@" 2>&1 >/dev/null)
+    rc=$?
+    echo "[$rc] $* -> $err" >>"$log"
+    [ "$rc" -ne 0 ] || { gp_fail "succeeded but must fail: $*"; return 0; }
+    case $err in *"$pattern"*) ;; *) gp_fail "'$*' said '$err', want '$pattern'" ;; esac
+}
+
 # Path of a result file; whatever is in /results is sent to the host.
 gp_result() {
     mkdir -p "$GP_RESULTS/$(dirname "$1")"

@@ -10,17 +10,6 @@ gp_load_kmod sch_prio
 gp_wire_up
 log=$(gp_result badinput.txt)
 
-# expect_error PATTERN CMD...: CMD must fail and its stderr must contain PATTERN
-expect_error() {
-    local pattern=$1 err rc
-    shift
-    err=$("$@" 2>&1 >/dev/null)
-    rc=$?
-    echo "[$rc] $* -> $err" >>"$log"
-    [ "$rc" -ne 0 ] || { gp_fail "succeeded but must fail: $*"; return; }
-    case $err in *"$pattern"*) ;; *) gp_fail "'$*' said '$err', want '$pattern'" ;; esac
-}
-
 gp_check "attach" gapctl qdisc attach dev eth0 linkrate 1mbit
 
 # raw malformed and unprivileged requests, generic netlink and rtnetlink
@@ -28,13 +17,13 @@ gp-nlprobe -j --dev eth0 --plain-dev lo >"$(gp_result nlprobe.json)" || gp_fail 
 gp-nlprobe --dev eth0 --plain-dev lo >>"$log" 2>&1
 
 # through gapctl: the kernel's text reaches the user
-expect_error "exceeds the link rate" gapctl pace add dev eth0 dst 10.0.1.1 rate 2mbit
-expect_error "no rule for this prefix" gapctl pace del dev eth0 dst 10.9.9.9
+gp_expect_error "$log" "exceeds the link rate" gapctl pace add dev eth0 dst 10.0.1.1 rate 2mbit
+gp_expect_error "$log" "no rule for this prefix" gapctl pace del dev eth0 dst 10.9.9.9
 # rules are leases: each gapctl holds its rule until it is stopped
 gapctl pace add dev eth0 dst 10.0.1.1 rate 100kbit >/dev/null &
 first=$!
 sleep 0.5
-expect_error "exists" gapctl pace add dev eth0 dst 10.0.1.1 rate 200kbit
+gp_expect_error "$log" "exists" gapctl pace add dev eth0 dst 10.0.1.1 rate 200kbit
 # replace takes the lease over: the rule outlives the first holder
 gapctl pace replace dev eth0 dst 10.0.1.1 rate 200kbit >/dev/null &
 replacer=$!
@@ -43,27 +32,27 @@ kill "$first"
 wait "$first" 2>/dev/null
 sleep 0.5
 case $(gapctl -j pace show dev eth0) in *'"rate":200000,'*) ;; *) gp_fail "replace did not set the rate, or its lease" ;; esac
-expect_error "not gappace" gapctl pace add dev lo dst 10.0.1.1 rate 100kbit
-expect_error "Ethernet" gapctl qdisc attach dev lo
-expect_error "Cannot find device" gapctl stats dev nosuchdev
-expect_error "" gapctl qdisc change dev eth0 ifg 5
-expect_error "" gapctl pace add dev eth0 dst 10.0.1.1/33 rate 1mbit
-expect_error "" gapctl pace add dev eth0 dst 10.0.1.1 rate 10furlongs
+gp_expect_error "$log" "not gappace" gapctl pace add dev lo dst 10.0.1.1 rate 100kbit
+gp_expect_error "$log" "Ethernet" gapctl qdisc attach dev lo
+gp_expect_error "$log" "Cannot find device" gapctl stats dev nosuchdev
+gp_expect_error "$log" "" gapctl qdisc change dev eth0 ifg 5
+gp_expect_error "$log" "" gapctl pace add dev eth0 dst 10.0.1.1/33 rate 1mbit
+gp_expect_error "$log" "" gapctl pace add dev eth0 dst 10.0.1.1 rate 10furlongs
 
 # a software device has no wire speed: pacing needs a declared link rate
 ip link add veth0 type veth peer name veth1 || gp_die "veth"
 ip link set veth0 up
 ip link set veth1 up
-expect_error "link speed" gapctl qdisc attach dev veth0 ifg 100
+gp_expect_error "$log" "link speed" gapctl qdisc attach dev veth0 ifg 100
 gp_check "veth FIFO attach" gapctl qdisc attach dev veth0
-expect_error "link rate" gapctl pace add dev veth0 dst 10.0.1.1 rate 1mbit
+gp_expect_error "$log" "link rate" gapctl pace add dev veth0 dst 10.0.1.1 rate 1mbit
 gp_check "veth detach" gapctl qdisc detach dev veth0
 
 # gappace must be the root qdisc
 tc qdisc add dev veth1 root handle 1: prio || gp_die "prio"
-expect_error "root qdisc" tc qdisc add dev veth1 parent 1:1 gappace linkrate 1mbit
+gp_expect_error "$log" "root qdisc" tc qdisc add dev veth1 parent 1:1 gappace linkrate 1mbit
 # detach refuses to delete someone else's root qdisc
-expect_error "not gappace" gapctl qdisc detach dev veth1
+gp_expect_error "$log" "not gappace" gapctl qdisc detach dev veth1
 
 # refused requests changed nothing
 rules=$(gapctl -j pace show dev eth0)
@@ -74,5 +63,5 @@ kill "$replacer"
 wait "$replacer" 2>/dev/null
 gp_check "detach" gapctl qdisc detach dev eth0
 rmmod gappace || gp_fail "rmmod"
-expect_error "not loaded" gapctl pace show
+gp_expect_error "$log" "not loaded" gapctl pace show
 cat "$log"

@@ -140,23 +140,14 @@ sleep 1
 expect_rto 6002 -ge 200 "ipv6 lease ended"
 
 # --- bad input, each with the kernel's message
-expect_error() { # PATTERN CMD...
-    local pattern=$1 err rc
-    shift
-    err=$("$@" 2>&1 >/dev/null)
-    rc=$?
-    echo "[$rc] $* -> $err" >>"$log"
-    [ "$rc" -ne 0 ] || { gp_fail "succeeded but must fail: $*"; return; }
-    case $err in *"$pattern"*) ;; *) gp_fail "'$*' said '$err', want '$pattern'" ;; esac
-}
-expect_error "no established TCP connection" gapctl rto set 10.0.0.1:1 10.0.0.2:6000 5ms
-expect_error "no established TCP connection to this peer" gapctl rto set peer 10.0.0.9 5ms
+gp_expect_error "$log" "no established TCP connection" gapctl rto set 10.0.0.1:1 10.0.0.2:6000 5ms
+gp_expect_error "$log" "no established TCP connection to this peer" gapctl rto set peer 10.0.0.9 5ms
 # shellcheck disable=SC2086
-expect_error "at least 2 jiffies" gapctl rto set $conn 1ms
+gp_expect_error "$log" "at least 2 jiffies" gapctl rto set $conn 1ms
 # shellcheck disable=SC2086
-expect_error "at most 200 ms" gapctl rto set $conn 300ms
+gp_expect_error "$log" "at most 200 ms" gapctl rto set $conn 300ms
 # shellcheck disable=SC2086
-expect_error "below the RTO floor" gapctl rto set $conn 20ms delack 40ms
-expect_error "no RTO override matches" gapctl rto clear peer 10.0.0.2
+gp_expect_error "$log" "below the RTO floor" gapctl rto set $conn 20ms delack 40ms
+gp_expect_error "$log" "no RTO override matches" gapctl rto clear peer 10.0.0.2
 expect_rto 6000 -ge 200 "refused requests changed nothing"
 cat "$log"

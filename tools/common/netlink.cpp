@@ -347,6 +347,25 @@ Expected<uint16_t> NetlinkSocket::genl_family_id(const std::string &name)
 	return *id;
 }
 
+Expected<uint32_t> NetlinkSocket::genl_mcast_group_id(const std::string &family, const std::string &group)
+{
+	RequestBuffer request;
+	encode_get_family(request, family);
+	std::optional<uint32_t> id;
+	auto done = transact(request, [&](const nlmsghdr *nlh) -> Expected<void> {
+		auto decoded = decode_mcast_group_id(nlh, group);
+		if (!decoded)
+			return decoded.error();
+		id = *decoded;
+		return {};
+	});
+	if (!done)
+		return done.error();
+	if (!id)
+		return make_error(ENOENT, "generic netlink family " + family + " has no multicast group " + group);
+	return *id;
+}
+
 // ------------------------------------------------------------------ genl controller
 
 void encode_get_family(RequestBuffer &buf, std::string_view family_name)
@@ -370,6 +389,31 @@ Expected<uint16_t> decode_family_id(const nlmsghdr *nlh)
 	if (!*id)
 		return make_error(EBADMSG, "CTRL_ATTR_FAMILY_ID missing in kernel reply");
 	return mnl_attr_get_u16(*id);
+}
+
+Expected<std::optional<uint32_t>> decode_mcast_group_id(const nlmsghdr *nlh, std::string_view group)
+{
+	const auto attrs = AttrIndex::of_message(nlh, sizeof(genlmsghdr), CTRL_ATTR_MAX);
+	auto groups = checked_attr(attrs, CTRL_ATTR_MCAST_GROUPS, MNL_TYPE_NESTED, "CTRL_ATTR_MCAST_GROUPS");
+	if (!groups)
+		return groups.error();
+	if (!*groups)
+		return std::optional<uint32_t>{};
+	const nlattr *entry;
+	mnl_attr_for_each_nested(entry, *groups) {
+		if (mnl_attr_validate(entry, MNL_TYPE_NESTED) < 0)
+			return make_error(EBADMSG, "malformed CTRL_ATTR_MCAST_GROUPS entry");
+		const auto fields = AttrIndex::of_nest(entry, CTRL_ATTR_MCAST_GRP_MAX);
+		auto name = checked_attr(fields, CTRL_ATTR_MCAST_GRP_NAME, MNL_TYPE_NUL_STRING, "CTRL_ATTR_MCAST_GRP_NAME");
+		auto id = checked_attr(fields, CTRL_ATTR_MCAST_GRP_ID, MNL_TYPE_U32, "CTRL_ATTR_MCAST_GRP_ID");
+		if (!name)
+			return name.error();
+		if (!id)
+			return id.error();
+		if (*name && *id && group == mnl_attr_get_str(*name))
+			return std::optional<uint32_t>{mnl_attr_get_u32(*id)};
+	}
+	return std::optional<uint32_t>{};
 }
 
 } // namespace gp

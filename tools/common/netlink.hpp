@@ -109,6 +109,13 @@ public:
 	// The id of a generic netlink family (CTRL_CMD_GETFAMILY), cached per socket.
 	// ENOENT if no such family is registered.
 	Expected<uint16_t> genl_family_id(const std::string &name);
+	// The id of one multicast group of a family. ENOENT if the family or the group is absent.
+	Expected<uint32_t> genl_mcast_group_id(const std::string &family, const std::string &group);
+
+	// For event loops: the descriptor to poll, the port id, and the libmnl socket.
+	int fd() const noexcept { return socket_ ? mnl_socket_get_fd(socket_) : -1; }
+	uint32_t portid() const noexcept { return portid_; }
+	mnl_socket *raw() const noexcept { return socket_; }
 
 private:
 	explicit NetlinkSocket(mnl_socket *socket) noexcept;
@@ -123,5 +130,7 @@ private:
 // Generic netlink controller messages, separated from I/O for tests.
 void encode_get_family(RequestBuffer &buf, std::string_view family_name);
 Expected<uint16_t> decode_family_id(const nlmsghdr *nlh);
+// The id of multicast group `group` in a CTRL_CMD_GETFAMILY reply; nullopt if it has none.
+Expected<std::optional<uint32_t>> decode_mcast_group_id(const nlmsghdr *nlh, std::string_view group);
 
 } // namespace gp

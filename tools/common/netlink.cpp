@@ -399,8 +399,8 @@ Expected<std::optional<uint32_t>> decode_mcast_group_id(const nlmsghdr *nlh, std
 		return groups.error();
 	if (!*groups)
 		return std::optional<uint32_t>{};
-	const nlattr *entry;
-	mnl_attr_for_each_nested(entry, *groups) {
+	nlattr *entry;
+	mnl_attr_for_each_nested(entry, const_cast<nlattr *>(*groups)) {
 		if (mnl_attr_validate(entry, MNL_TYPE_NESTED) < 0)
 			return make_error(EBADMSG, "malformed CTRL_ATTR_MCAST_GROUPS entry");
 		const auto fields = AttrIndex::of_nest(entry, CTRL_ATTR_MCAST_GRP_MAX);

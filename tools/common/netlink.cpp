@@ -399,20 +399,32 @@ Expected<std::optional<uint32_t>> decode_mcast_group_id(const nlmsghdr *nlh, std
 		return groups.error();
 	if (!*groups)
 		return std::optional<uint32_t>{};
-	nlattr *entry;
-	mnl_attr_for_each_nested(entry, const_cast<nlattr *>(*groups)) {
-		if (mnl_attr_validate(entry, MNL_TYPE_NESTED) < 0)
-			return make_error(EBADMSG, "malformed CTRL_ATTR_MCAST_GROUPS entry");
+	struct Search {
+		std::string_view group;
+		std::optional<uint32_t> id;
+		std::optional<Error> failure;
+	} search{group, std::nullopt, std::nullopt};
+	mnl_attr_parse_nested(*groups, [](const nlattr *entry, void *data) -> int {
+		auto &s = *static_cast<Search *>(data);
+		if (mnl_attr_validate(entry, MNL_TYPE_NESTED) < 0) {
+			s.failure = make_error(EBADMSG, "malformed CTRL_ATTR_MCAST_GROUPS entry");
+			return MNL_CB_ERROR;
+		}
 		const auto fields = AttrIndex::of_nest(entry, CTRL_ATTR_MCAST_GRP_MAX);
 		auto name = checked_attr(fields, CTRL_ATTR_MCAST_GRP_NAME, MNL_TYPE_NUL_STRING, "CTRL_ATTR_MCAST_GRP_NAME");
 		auto id = checked_attr(fields, CTRL_ATTR_MCAST_GRP_ID, MNL_TYPE_U32, "CTRL_ATTR_MCAST_GRP_ID");
-		if (!name)
-			return name.error();
-		if (!id)
-			return id.error();
-		if (*name && *id && group == mnl_attr_get_str(*name))
-			return std::optional<uint32_t>{mnl_attr_get_u32(*id)};
-	}
+		if (!name || !id) {
+			s.failure = name ? id.error() : name.error();
+			return MNL_CB_ERROR;
+		}
+		if (*name && *id && s.group == mnl_attr_get_str(*name))
+			s.id = mnl_attr_get_u32(*id);
+		return MNL_CB_OK;
+	}, &search);
+	if (search.failure)
+		return std::move(*search.failure);
+	if (search.id)
+		return search.id;
 	return std::optional<uint32_t>{};
 }
 

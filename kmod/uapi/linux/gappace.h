@@ -104,6 +104,13 @@ enum gappace_cmd {
 	GAPPACE_CMD_RTO_CLEAR,
 	/* Dump the active overrides of the netns: {RTO{tuple, ...all values}}. */
 	GAPPACE_CMD_RTO_GET,
+	/* A collective-phase hint {HINT{EVENT, PHASE_ID, ...}} from an MPI
+	 * runtime (libgapctl). Needs no privilege and changes nothing by itself:
+	 * the kernel stamps the sender (HINT_SENDER_PID/UID/NETNS; a request
+	 * that carries them is refused), and multicasts {HINT{...}} with this
+	 * command to the GAPPACE_MCGRP_HINTS group of the sender's network
+	 * namespace, where gappaced listens. ESRCH when nobody listens. */
+	GAPPACE_CMD_HINT,
 	__GAPPACE_CMD_MAX
 };
 #define GAPPACE_CMD_MAX (__GAPPACE_CMD_MAX - 1)
@@ -115,6 +122,7 @@ enum gappace_a {
 	GAPPACE_A_RULE,		/* nest, enum gappace_a_rule */
 	GAPPACE_A_QDISC,	/* nest, enum gappace_a_qdisc */
 	GAPPACE_A_RTO,		/* nest, enum gappace_a_rto */
+	GAPPACE_A_HINT,		/* nest, enum gappace_a_hint */
 	__GAPPACE_A_MAX
 };
 #define GAPPACE_A_MAX (__GAPPACE_A_MAX - 1)
@@ -201,5 +209,98 @@ enum gappace_a_rto {
 	__GAPPACE_A_RTO_MAX
 };
 #define GAPPACE_A_RTO_MAX (__GAPPACE_A_RTO_MAX - 1)
+
+/*
+ * Collective-phase hints. One encoding, two carriers: libgapctl sends the
+ * same netlink message (nlmsghdr, genlmsghdr with GAPPACE_CMD_HINT, then
+ * GAPPACE_A_HINT) to the kernel, which multicasts it to the group below, or,
+ * without the module, over gappaced's Unix seqpacket socket
+ * (GAPPACE_HINTS_SOCKET), where the daemon stamps the sender from
+ * SO_PEERCRED. A hint may only ever affect the sockets of its sender's uid.
+ */
+#define GAPPACE_MCGRP_HINTS	"hints"
+#define GAPPACE_HINTS_SOCKET	"/run/gappace/hints.sock"
+#define GAPPACE_HINT_MAX_PEERS	1024	/* peers per message */
+
+enum gappace_hint_event {
+	GAPPACE_HINT_EVENT_BEGIN = 1,	/* a phase starts: plan and apply */
+	GAPPACE_HINT_EVENT_END,		/* it ended: revert, learn from DURATION_NS */
+};
+
+enum gappace_hint_kind {
+	GAPPACE_HINT_KIND_UNSPEC,
+	GAPPACE_HINT_KIND_ALLTOALL,
+	GAPPACE_HINT_KIND_ALLGATHER,
+	GAPPACE_HINT_KIND_BCAST,
+	GAPPACE_HINT_KIND_REDUCE_SCATTER,
+	GAPPACE_HINT_KIND_ALLREDUCE,
+	GAPPACE_HINT_KIND_GATHER,
+	GAPPACE_HINT_KIND_SCATTER,
+	GAPPACE_HINT_KIND_BARRIER,
+	GAPPACE_HINT_KIND_P2P_BURST,
+	GAPPACE_HINT_KIND_REDUCE,
+	__GAPPACE_HINT_KIND_MAX
+};
+#define GAPPACE_HINT_KIND_MAX (__GAPPACE_HINT_KIND_MAX - 1)
+
+/* How the runtime moves the data, when it knows. */
+enum gappace_hint_algorithm {
+	GAPPACE_HINT_ALGORITHM_UNKNOWN,
+	GAPPACE_HINT_ALGORITHM_LINEAR,		/* all sends posted at once */
+	GAPPACE_HINT_ALGORITHM_PAIRWISE,	/* phase i: exchange with rank ^ i */
+	GAPPACE_HINT_ALGORITHM_RING,		/* phase i: send to rank + i */
+	GAPPACE_HINT_ALGORITHM_BINOMIAL,
+	GAPPACE_HINT_ALGORITHM_SCATTER_ALLGATHER,
+	GAPPACE_HINT_ALGORITHM_RECURSIVE_DOUBLING,
+	__GAPPACE_HINT_ALGORITHM_MAX
+};
+#define GAPPACE_HINT_ALGORITHM_MAX (__GAPPACE_HINT_ALGORITHM_MAX - 1)
+
+/* GAPPACE_A_HINT_FLAGS */
+#define GAPPACE_HINT_F_VECTOR		(1U << 0)	/* a v-variant: BYTES_PER_PEER is the largest */
+#define GAPPACE_HINT_F_NONBLOCKING	(1U << 1)	/* MPI_I*: END comes with the completion */
+#define GAPPACE_HINT_F_PERSISTENT	(1U << 2)	/* MPI_*_init + MPI_Start */
+#define GAPPACE_HINT_F_PEERS_TRUNCATED	(1U << 3)	/* more peers than one message holds */
+#define GAPPACE_HINT_F_ALL		((1U << 4) - 1)
+
+enum gappace_a_hint {
+	GAPPACE_A_HINT_UNSPEC,
+	GAPPACE_A_HINT_PAD,
+	GAPPACE_A_HINT_EVENT,		/* u32, enum gappace_hint_event (required) */
+	GAPPACE_A_HINT_PHASE_ID,	/* u64, chosen by the sender, unique per sender process (required) */
+	GAPPACE_A_HINT_KIND,		/* u32, enum gappace_hint_kind (BEGIN: required) */
+	GAPPACE_A_HINT_ALGORITHM,	/* u32, enum gappace_hint_algorithm */
+	GAPPACE_A_HINT_FLAGS,		/* u32, GAPPACE_HINT_F_* */
+	GAPPACE_A_HINT_BYTES_PER_PEER,	/* u64: bytes each peer pair moves in the phase */
+	GAPPACE_A_HINT_COMM_SIZE,	/* u32: processes taking part (P) */
+	GAPPACE_A_HINT_RANK,		/* u32: the sender's rank among them */
+	GAPPACE_A_HINT_REPETITIONS,	/* u32: expected back-to-back repetitions */
+	GAPPACE_A_HINT_DURATION_NS,	/* u64 (END): measured phase duration */
+	GAPPACE_A_HINT_PEER,		/* nest, enum gappace_a_peer; repeated, one per peer */
+	GAPPACE_A_HINT_SENDER_PID,	/* u32, stamped: thread-group id of the sender */
+	GAPPACE_A_HINT_SENDER_UID,	/* u32, stamped: uid in the initial user namespace */
+	GAPPACE_A_HINT_SENDER_NETNS,	/* u32, stamped: inode number of the sender's netns */
+	__GAPPACE_A_HINT_MAX
+};
+#define GAPPACE_A_HINT_MAX (__GAPPACE_A_HINT_MAX - 1)
+
+/*
+ * A peer of a phase: an address (DADDR only: every connection of the sender's
+ * uid to that host) or one TCP connection (the full tuple, as `ss` shows it
+ * from the sender's side; ports in network byte order).
+ */
+enum gappace_a_peer {
+	GAPPACE_A_PEER_UNSPEC,
+	GAPPACE_A_PEER_PAD,
+	GAPPACE_A_PEER_DADDR_IPV4,	/* binary[4] */
+	GAPPACE_A_PEER_DADDR_IPV6,	/* binary[16] */
+	GAPPACE_A_PEER_SADDR_IPV4,	/* binary[4] */
+	GAPPACE_A_PEER_SADDR_IPV6,	/* binary[16] */
+	GAPPACE_A_PEER_SPORT,		/* be16 */
+	GAPPACE_A_PEER_DPORT,		/* be16 */
+	GAPPACE_A_PEER_RANK,		/* u32: the peer's rank */
+	__GAPPACE_A_PEER_MAX
+};
+#define GAPPACE_A_PEER_MAX (__GAPPACE_A_PEER_MAX - 1)
 
 #endif /* _UAPI_LINUX_GAPPACE_H */

@@ -1,0 +1,517 @@
+// libgapctl: the C ABI of gapctl.h over a small C++ core.
+//
+// The caller's cost is bounded by design: gapctl_phase_begin/end validate, encode the hint
+// into a preallocated slot of a fixed ring under an uncontended mutex, and wake the sender
+// thread with one eventfd write only if it sleeps. The sender thread owns the carrier (the
+// kernel's genl family, or the daemon's seqpacket socket), sends without blocking, counts
+// what it could not deliver, and reconnects at most once a second. Nothing here throws across
+// the C ABI: every entry point catches and returns -ENOMEM/-EINVAL.
+#include "gapctl.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <libmnl/libmnl.h>
+#include <linux/genetlink.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "hint_codec.hpp"
+#include "netlink.hpp"
+#include "unique_fd.hpp"
+
+namespace {
+
+using gp::hint::Peer;
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kRingSlots = 256;		// hints in flight per handle before drops
+constexpr size_t kSlotReserve = 4096;		// covers ~45 tuple peers without reallocating
+constexpr auto kReconnectInterval = std::chrono::seconds(1);
+constexpr auto kCloseFlushLimit = std::chrono::milliseconds(100);
+
+// Bumped in the child after fork(): handles opened before it are dead there (no thread).
+std::atomic<uint64_t> g_fork_generation{0};
+std::atomic<uint64_t> g_next_phase_id{1};
+std::once_flag g_atfork_once;
+
+struct Slot {
+	std::vector<uint8_t> bytes;
+	size_t len = 0;
+};
+
+// The carrier the sender thread uses now.
+class Carrier {
+public:
+	uint32_t kind() const { return kind_; }
+	int poll_fd() const
+	{
+		if (kind_ == GAPCTL_CARRIER_KERNEL)
+			return kernel_->fd();
+		return kind_ == GAPCTL_CARRIER_SOCKET ? socket_.get() : -1;
+	}
+	uint16_t family_id() const { return family_id_; }
+
+	// Picks the kernel if the gappace family exists (unless told not to), else the socket.
+	void connect(bool allow_kernel)
+	{
+		reset();
+		if (allow_kernel) {
+			auto nl = gp::NetlinkSocket::open(NETLINK_GENERIC);
+			if (nl) {
+				auto id = nl->genl_family_id(GAPPACE_GENL_NAME);
+				if (id) {
+					// Errors of hints come back asynchronously; never let them block us.
+					fcntl(nl->fd(), F_SETFL, fcntl(nl->fd(), F_GETFL) | O_NONBLOCK);
+					kernel_.emplace(std::move(*nl));
+					family_id_ = *id;
+					kind_ = GAPCTL_CARRIER_KERNEL;
+					return;
+				}
+			}
+		}
+		const char *path = std::getenv("GAPPACE_HINTS_SOCK");
+		if (!path || !*path)
+			path = GAPPACE_HINTS_SOCKET;
+		sockaddr_un addr{};
+		addr.sun_family = AF_UNIX;
+		if (std::strlen(path) >= sizeof(addr.sun_path))
+			return;
+		std::strcpy(addr.sun_path, path);
+		gp::UniqueFd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+		if (!fd || ::connect(fd.get(), reinterpret_cast<sockaddr *>(&addr), sizeof(addr)) < 0)
+			return;
+		socket_ = std::move(fd);
+		family_id_ = 0;
+		kind_ = GAPCTL_CARRIER_SOCKET;
+	}
+
+	void reset()
+	{
+		kernel_.reset();
+		socket_.reset();
+		kind_ = GAPCTL_CARRIER_NONE;
+	}
+
+	// 0 on success, else a positive errno; EAGAIN means "full", anything else "broken".
+	int send(const uint8_t *bytes, size_t len)
+	{
+		int fd = poll_fd();
+		if (fd < 0)
+			return ENOTCONN;
+		ssize_t sent;
+		if (kind_ == GAPCTL_CARRIER_KERNEL) {
+			sockaddr_nl kernel{};
+			kernel.nl_family = AF_NETLINK;
+			sent = ::sendto(fd, bytes, len, MSG_DONTWAIT, reinterpret_cast<sockaddr *>(&kernel), sizeof(kernel));
+		} else {
+			sent = ::send(fd, bytes, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+		}
+		if (sent == static_cast<ssize_t>(len))
+			return 0;
+		return sent < 0 ? errno : EMSGSIZE;
+	}
+
+	// Reads what the kernel sent back (errors of earlier hints) without blocking.
+	// Returns the number of errors; the socket carrier never answers.
+	uint64_t drain_errors(std::string &last_error)
+	{
+		if (kind_ != GAPCTL_CARRIER_KERNEL)
+			return 0;
+		uint64_t errors = 0;
+		alignas(nlmsghdr) char buf[8192];
+		for (int round = 0; round < 64; ++round) {
+			ssize_t received = ::recv(kernel_->fd(), buf, sizeof(buf), MSG_DONTWAIT);
+			if (received <= 0)
+				break;
+			int left = static_cast<int>(received);
+			for (auto *nlh = reinterpret_cast<const nlmsghdr *>(buf); mnl_nlmsg_ok(nlh, left);
+			     nlh = mnl_nlmsg_next(nlh, &left)) {
+				if (nlh->nlmsg_type != NLMSG_ERROR)
+					continue;
+				if (auto error = gp::decode_ack(nlh)) {
+					++errors;
+					last_error = error->message;
+				}
+			}
+		}
+		return errors;
+	}
+
+private:
+	uint32_t kind_ = GAPCTL_CARRIER_NONE;
+	std::optional<gp::NetlinkSocket> kernel_;
+	gp::UniqueFd socket_;
+	uint16_t family_id_ = 0;
+};
+
+} // namespace
+
+struct gapctl {
+	uint32_t flags = 0;
+	uint64_t fork_generation = 0;
+	std::atomic<uint32_t> seq{0};
+
+	std::mutex lock;			// the ring and, without a thread, the carrier
+	std::condition_variable drained;	// the ring became empty
+	std::vector<Slot> ring;
+	size_t head = 0, count = 0;		// the oldest queued slot, and how many are queued
+	bool sending = false;			// the thread holds a slot outside the lock
+
+	gp::UniqueFd wake;			// eventfd: the caller's doorbell
+	std::atomic<bool> sleeping{false};	// the thread waits on the doorbell
+	std::atomic<bool> stop{false};
+	std::thread thread;
+
+	Carrier carrier;			// used by the thread only (or under lock without one)
+	Clock::time_point last_connect{};
+	std::string last_error;
+
+	std::atomic<uint64_t> queued{0}, sent{0}, dropped{0}, rejected{0}, carrier_errors{0};
+	std::atomic<uint32_t> carrier_kind{GAPCTL_CARRIER_NONE};
+
+	bool threaded() const { return !(flags & GAPCTL_OPEN_NO_THREAD); }
+
+	void ensure_carrier(bool force = false)
+	{
+		if (carrier.kind() != GAPCTL_CARRIER_NONE)
+			return;
+		auto now = Clock::now();
+		if (!force && now - last_connect < kReconnectInterval)
+			return;
+		last_connect = now;
+		carrier.connect(!(flags & GAPCTL_OPEN_NO_KERNEL));
+		carrier_kind.store(carrier.kind(), std::memory_order_relaxed);
+	}
+
+	void deliver(Slot &slot)
+	{
+		ensure_carrier();
+		// Encoded without knowing the carrier: the kernel needs the family id, the socket 0.
+		reinterpret_cast<nlmsghdr *>(slot.bytes.data())->nlmsg_type = carrier.family_id();
+		int err = carrier.send(slot.bytes.data(), slot.len);
+		if (err == 0) {
+			sent.fetch_add(1, std::memory_order_relaxed);
+			return;
+		}
+		dropped.fetch_add(1, std::memory_order_relaxed);
+		if (err != EAGAIN && err != EMSGSIZE) { // broken: reconnect later
+			carrier.reset();
+			carrier_kind.store(GAPCTL_CARRIER_NONE, std::memory_order_relaxed);
+		}
+	}
+
+	void sender_loop()
+	{
+		// Signals belong to the application's threads, never to ours.
+		sigset_t all;
+		sigfillset(&all);
+		pthread_sigmask(SIG_BLOCK, &all, nullptr);
+		ensure_carrier(true);
+		for (;;) {
+			std::unique_lock guard(lock);
+			while (count) {
+				Slot &slot = ring[head];
+				sending = true;
+				guard.unlock();
+				deliver(slot);
+				guard.lock();
+				sending = false;
+				head = (head + 1) % ring.size();
+				--count;
+			}
+			drained.notify_all();
+			if (stop.load())
+				return;
+			sleeping.store(true);
+			guard.unlock();
+			carrier_errors.fetch_add(carrier.drain_errors(last_error), std::memory_order_relaxed);
+			pollfd fds[2] = {{wake.get(), POLLIN, 0}, {carrier.poll_fd(), POLLIN, 0}};
+			// Recheck after announcing sleep: a producer that saw sleeping == false did not ring.
+			guard.lock();
+			bool idle = count == 0 && !stop.load();
+			guard.unlock();
+			if (idle) {
+				int timeout = carrier.kind() == GAPCTL_CARRIER_NONE ? 1000 : 5000;
+				::poll(fds, fds[1].fd >= 0 ? 2 : 1, timeout);
+			}
+			sleeping.store(false);
+			uint64_t ignored;
+			while (::read(wake.get(), &ignored, sizeof(ignored)) > 0) {
+			}
+			ensure_carrier();
+		}
+	}
+
+	// Called by gapctl_phase_begin/end with the encoder for the slot.
+	template <class Encode> int enqueue(size_t max_len, Encode &&encode)
+	{
+		std::unique_lock guard(lock);
+		if (count == ring.size()) {
+			dropped.fetch_add(1, std::memory_order_relaxed);
+			return 0; // dropping is not the caller's error
+		}
+		Slot &slot = ring[(head + count) % ring.size()];
+		if (slot.bytes.size() < max_len)
+			slot.bytes.resize(max_len);
+		slot.len = encode(std::span<uint8_t>(slot.bytes));
+		queued.fetch_add(1, std::memory_order_relaxed);
+		if (!threaded()) {
+			deliver(slot);
+			carrier_errors.fetch_add(carrier.drain_errors(last_error), std::memory_order_relaxed);
+			return 0;
+		}
+		++count;
+		guard.unlock();
+		if (sleeping.load()) {
+			uint64_t one = 1;
+			ssize_t ignored = ::write(wake.get(), &one, sizeof(one));
+			(void)ignored;
+		}
+		return 0;
+	}
+};
+
+namespace {
+
+bool valid_handle(gapctl_t *h) { return h && h->fork_generation == g_fork_generation.load(std::memory_order_relaxed); }
+
+// Converts the caller's peers; -EINVAL names no field (the C caller gets an errno only).
+int convert_peer(const gapctl_peer &in, Peer &out)
+{
+	out = Peer{};
+	out.rank = in.rank < 0 ? -1 : in.rank;
+	if (in.fd >= 0) {
+		sockaddr_storage local{}, remote{};
+		socklen_t llen = sizeof(local), rlen = sizeof(remote);
+		if (::getsockname(in.fd, reinterpret_cast<sockaddr *>(&local), &llen) < 0 ||
+		    ::getpeername(in.fd, reinterpret_cast<sockaddr *>(&remote), &rlen) < 0)
+			return -EBADF;
+		if (local.ss_family == AF_INET && remote.ss_family == AF_INET) {
+			auto *l = reinterpret_cast<sockaddr_in *>(&local);
+			auto *r = reinterpret_cast<sockaddr_in *>(&remote);
+			out.local = gp::make_endpoint(AF_INET, &l->sin_addr, ntohs(l->sin_port));
+			out.remote = gp::make_endpoint(AF_INET, &r->sin_addr, ntohs(r->sin_port));
+		} else if (local.ss_family == AF_INET6 && remote.ss_family == AF_INET6) {
+			auto *l = reinterpret_cast<sockaddr_in6 *>(&local);
+			auto *r = reinterpret_cast<sockaddr_in6 *>(&remote);
+			// make_endpoint turns IPv4-mapped addresses of dual-stack sockets into IPv4.
+			out.local = gp::make_endpoint(AF_INET6, &l->sin6_addr, ntohs(l->sin6_port));
+			out.remote = gp::make_endpoint(AF_INET6, &r->sin6_addr, ntohs(r->sin6_port));
+		} else {
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (in.family != AF_INET && in.family != AF_INET6)
+		return -EINVAL;
+	out.remote = gp::make_endpoint(in.family, in.addr, 0);
+	if (in.local_port) {
+		if (!in.port)
+			return -EINVAL;
+		out.local = gp::make_endpoint(in.family, in.local_addr, in.local_port);
+		out.remote.port = in.port;
+	}
+	return 0;
+}
+
+} // namespace
+
+extern "C" {
+
+int gapctl_open(gapctl_t **handle, uint32_t flags)
+{
+	if (!handle || (flags & ~(GAPCTL_OPEN_NO_KERNEL | GAPCTL_OPEN_NO_THREAD)))
+		return -EINVAL;
+	*handle = nullptr;
+	try {
+		std::call_once(g_atfork_once, [] {
+			pthread_atfork(nullptr, nullptr, [] { g_fork_generation.fetch_add(1); });
+		});
+		auto h = std::make_unique<gapctl>();
+		h->flags = flags;
+		h->fork_generation = g_fork_generation.load();
+		h->ring.resize(kRingSlots);
+		for (Slot &slot : h->ring)
+			slot.bytes.resize(kSlotReserve);
+		if (h->threaded()) {
+			h->wake.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+			if (!h->wake)
+				return -errno;
+			h->thread = std::thread([raw = h.get()] { raw->sender_loop(); });
+		} else {
+			h->ensure_carrier(true);
+		}
+		*handle = h.release();
+		return 0;
+	} catch (const std::bad_alloc &) {
+		return -ENOMEM;
+	} catch (const std::system_error &e) {
+		return -(e.code().value() ? e.code().value() : EAGAIN);
+	} catch (...) {
+		return -EINVAL;
+	}
+}
+
+void gapctl_close(gapctl_t *handle)
+{
+	if (!handle)
+		return;
+	if (handle->fork_generation != g_fork_generation.load()) {
+		// A child after fork(): the thread does not exist here, and the parent still uses
+		// the descriptors' shared state. Release our memory only.
+		handle->thread.detach();
+		delete handle;
+		return;
+	}
+	if (handle->threaded()) {
+		gapctl_flush(handle, static_cast<int>(kCloseFlushLimit.count()));
+		handle->stop.store(true);
+		uint64_t one = 1;
+		ssize_t ignored = ::write(handle->wake.get(), &one, sizeof(one));
+		(void)ignored;
+		if (handle->thread.joinable())
+			handle->thread.join();
+	}
+	delete handle;
+}
+
+int gapctl_phase_begin(gapctl_t *handle, const struct gapctl_phase *phase, uint64_t *phase_id)
+{
+	if (!valid_handle(handle))
+		return handle ? -ECHILD : -EINVAL;
+	auto reject = [&](int err) {
+		handle->rejected.fetch_add(1, std::memory_order_relaxed);
+		return err;
+	};
+	if (!phase || !phase_id || phase->struct_size < sizeof(gapctl_phase))
+		return reject(-EINVAL);
+	if (phase->kind < 1 || phase->kind > GAPPACE_HINT_KIND_MAX || phase->algorithm > GAPPACE_HINT_ALGORITHM_MAX ||
+	    (phase->flags & ~(GAPCTL_F_VECTOR | GAPCTL_F_NONBLOCKING | GAPCTL_F_PERSISTENT)) ||
+	    (phase->n_peers && !phase->peers))
+		return reject(-EINVAL);
+	try {
+		const uint32_t n = phase->n_peers > GAPCTL_MAX_PEERS ? GAPCTL_MAX_PEERS : phase->n_peers;
+		thread_local std::vector<Peer> peers;
+		peers.resize(n);
+		for (uint32_t i = 0; i < n; ++i)
+			if (int err = convert_peer(phase->peers[i], peers[i]))
+				return reject(err);
+		gp::hint::Header header;
+		header.event = gp::hint::Event::Begin;
+		header.phase_id = g_next_phase_id.fetch_add(1, std::memory_order_relaxed);
+		header.kind = phase->kind;
+		header.algorithm = phase->algorithm;
+		header.flags = phase->flags | (phase->n_peers > n ? GAPPACE_HINT_F_PEERS_TRUNCATED : 0);
+		header.bytes_per_peer = phase->bytes_per_peer;
+		header.comm_size = phase->comm_size;
+		header.rank = phase->rank;
+		header.repetitions = phase->repetitions;
+		*phase_id = header.phase_id;
+		const uint32_t seq = handle->seq.fetch_add(1, std::memory_order_relaxed);
+		handle->enqueue(gp::hint::max_encoded_size(n), [&](std::span<uint8_t> buf) {
+			return gp::hint::encode(buf, 0, seq, header, peers);
+		});
+		return phase->n_peers > n ? -E2BIG : 0;
+	} catch (const std::bad_alloc &) {
+		return reject(-ENOMEM);
+	} catch (...) {
+		return reject(-EINVAL);
+	}
+}
+
+int gapctl_phase_end(gapctl_t *handle, uint64_t phase_id, uint64_t duration_ns)
+{
+	if (!valid_handle(handle))
+		return handle ? -ECHILD : -EINVAL;
+	if (phase_id == 0) {
+		handle->rejected.fetch_add(1, std::memory_order_relaxed);
+		return -EINVAL;
+	}
+	try {
+		gp::hint::Header header;
+		header.event = gp::hint::Event::End;
+		header.phase_id = phase_id;
+		header.duration_ns = duration_ns;
+		const uint32_t seq = handle->seq.fetch_add(1, std::memory_order_relaxed);
+		return handle->enqueue(gp::hint::max_encoded_size(0), [&](std::span<uint8_t> buf) {
+			return gp::hint::encode(buf, 0, seq, header, {});
+		});
+	} catch (...) {
+		return -ENOMEM;
+	}
+}
+
+int gapctl_flush(gapctl_t *handle, int timeout_ms)
+{
+	if (!valid_handle(handle))
+		return handle ? -ECHILD : -EINVAL;
+	if (!handle->threaded())
+		return 0;
+	std::unique_lock guard(handle->lock);
+	const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms < 0 ? 0 : timeout_ms);
+	if (handle->count) {
+		uint64_t one = 1;
+		ssize_t ignored = ::write(handle->wake.get(), &one, sizeof(one));
+		(void)ignored;
+	}
+	if (!handle->drained.wait_until(guard, deadline, [&] { return handle->count == 0 && !handle->sending; }))
+		return -ETIMEDOUT;
+	return 0;
+}
+
+int gapctl_get_stats(gapctl_t *handle, struct gapctl_stats *stats)
+{
+	if (!handle || !stats || stats->struct_size < sizeof(gapctl_stats))
+		return -EINVAL;
+	if (!handle->threaded()) {
+		std::lock_guard guard(handle->lock);
+		handle->carrier_errors.fetch_add(handle->carrier.drain_errors(handle->last_error));
+	}
+	stats->carrier = handle->carrier_kind.load();
+	stats->hints_queued = handle->queued.load();
+	stats->hints_sent = handle->sent.load();
+	stats->hints_dropped = handle->dropped.load();
+	stats->hints_rejected = handle->rejected.load();
+	stats->carrier_errors = handle->carrier_errors.load();
+	return 0;
+}
+
+const char *gapctl_kind_name(uint32_t kind) { return gp::hint::kind_name(kind); }
+
+uint32_t gapctl_kind_from_name(const char *name) { return name ? gp::hint::kind_from_name(name) : 0; }
+
+const char *gapctl_strerror(int err)
+{
+	switch (-err) {
+	case 0: return "success";
+	case EINVAL: return "invalid argument";
+	case E2BIG: return "too many peers: the first GAPCTL_MAX_PEERS were sent";
+	case ECHILD: return "handle opened before fork(): open a new one in the child";
+	case ETIMEDOUT: return "hints still queued at the timeout";
+	case ENOMEM: return "out of memory";
+	case EBADF: return "a peer fd is not a connected socket";
+	default: return strerror(-err);
+	}
+}
+
+} // extern "C"

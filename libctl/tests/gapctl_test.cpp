@@ -1,0 +1,324 @@
+// libgapctl through its C ABI, with the socket carrier: a real Unix seqpacket listener stands
+// in for gappaced. (The kernel carrier is covered by the guest tests.)
+#include "gapctl.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "hint_codec.hpp"
+#include "unique_fd.hpp"
+
+namespace {
+
+using gp::UniqueFd;
+
+class FakeDaemon {
+public:
+	FakeDaemon()
+	{
+		char dir[] = "/tmp/gapctl-test-XXXXXX";
+		dir_ = mkdtemp(dir);
+		path_ = dir_ + "/hints.sock";
+		listener_.reset(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+		sockaddr_un addr{};
+		addr.sun_family = AF_UNIX;
+		std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path_.c_str());
+		EXPECT_EQ(::bind(listener_.get(), reinterpret_cast<sockaddr *>(&addr), sizeof(addr)), 0);
+		EXPECT_EQ(::listen(listener_.get(), 8), 0);
+		setenv("GAPPACE_HINTS_SOCK", path_.c_str(), 1);
+	}
+	~FakeDaemon()
+	{
+		unsetenv("GAPPACE_HINTS_SOCK");
+		::unlink(path_.c_str());
+		::rmdir(dir_.c_str());
+	}
+	// Accepts the library's connection (waits at most 2 s).
+	bool accept_client()
+	{
+		pollfd p{listener_.get(), POLLIN, 0};
+		if (::poll(&p, 1, 2000) != 1)
+			return false;
+		client_.reset(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+		return bool(client_);
+	}
+	// The next hint, decoded as the daemon decodes it; waits at most 2 s.
+	gp::Expected<gp::hint::Hint> next()
+	{
+		pollfd p{client_.get(), POLLIN, 0};
+		if (::poll(&p, 1, 2000) != 1)
+			return gp::make_error(ETIMEDOUT, "no hint within 2 s");
+		std::vector<uint8_t> buf(1 << 16);
+		ssize_t n = ::recv(client_.get(), buf.data(), buf.size(), 0);
+		if (n <= 0)
+			return gp::make_error(EPIPE, "connection closed");
+		auto *nlh = reinterpret_cast<const nlmsghdr *>(buf.data());
+		if (static_cast<size_t>(n) != nlh->nlmsg_len)
+			return gp::make_error(EBADMSG, "one message per datagram");
+		return gp::hint::decode(nlh, gp::hint::SenderStamp::Forbidden);
+	}
+	void close_listener() { listener_.reset(); }
+
+private:
+	std::string dir_, path_;
+	UniqueFd listener_, client_;
+};
+
+gapctl_phase alltoall(const std::vector<gapctl_peer> &peers, uint64_t bytes)
+{
+	gapctl_phase phase{};
+	phase.struct_size = sizeof(phase);
+	phase.kind = GAPCTL_KIND_ALLTOALL;
+	phase.algorithm = GAPCTL_ALGORITHM_PAIRWISE;
+	phase.bytes_per_peer = bytes;
+	phase.comm_size = static_cast<uint32_t>(peers.size() + 1);
+	phase.rank = 0;
+	phase.n_peers = static_cast<uint32_t>(peers.size());
+	phase.peers = peers.data();
+	return phase;
+}
+
+gapctl_peer v4_peer(const char *address, int32_t rank)
+{
+	gapctl_peer peer{};
+	peer.fd = -1;
+	peer.family = AF_INET;
+	inet_pton(AF_INET, address, peer.addr);
+	peer.rank = rank;
+	return peer;
+}
+
+gapctl_stats stats_of(gapctl_t *handle)
+{
+	gapctl_stats stats{};
+	stats.struct_size = sizeof(stats);
+	EXPECT_EQ(gapctl_get_stats(handle, &stats), 0);
+	return stats;
+}
+
+class Library : public ::testing::TestWithParam<uint32_t> {};
+
+TEST_P(Library, DeliversBeginAndEndToTheDaemonSocket)
+{
+	FakeDaemon daemon;
+	gapctl_t *handle = nullptr;
+	ASSERT_EQ(gapctl_open(&handle, GAPCTL_OPEN_NO_KERNEL | GetParam()), 0);
+	ASSERT_TRUE(daemon.accept_client());
+	std::vector<gapctl_peer> peers = {v4_peer("10.0.0.2", 1), v4_peer("10.0.0.3", 2)};
+	auto phase = alltoall(peers, 16384);
+	uint64_t id = 0;
+	ASSERT_EQ(gapctl_phase_begin(handle, &phase, &id), 0);
+	EXPECT_NE(id, 0u);
+	ASSERT_EQ(gapctl_phase_end(handle, id, 5000), 0);
+	ASSERT_EQ(gapctl_flush(handle, 1000), 0);
+
+	auto begin = daemon.next();
+	ASSERT_TRUE(begin) << begin.error().message;
+	EXPECT_EQ(begin->header.event, gp::hint::Event::Begin);
+	EXPECT_EQ(begin->header.phase_id, id);
+	EXPECT_EQ(begin->header.kind, static_cast<uint32_t>(GAPPACE_HINT_KIND_ALLTOALL));
+	EXPECT_EQ(begin->header.algorithm, static_cast<uint32_t>(GAPPACE_HINT_ALGORITHM_PAIRWISE));
+	EXPECT_EQ(begin->header.bytes_per_peer, 16384u);
+	EXPECT_EQ(begin->header.comm_size, 3u);
+	ASSERT_EQ(begin->peers.size(), 2u);
+	EXPECT_EQ(gp::format_endpoint(begin->peers[1].remote), "10.0.0.3");
+	EXPECT_EQ(begin->peers[1].rank, 2);
+	EXPECT_FALSE(begin->peers[0].is_tuple());
+	auto end = daemon.next();
+	ASSERT_TRUE(end) << end.error().message;
+	EXPECT_EQ(end->header.event, gp::hint::Event::End);
+	EXPECT_EQ(end->header.phase_id, id);
+	EXPECT_EQ(end->header.duration_ns, 5000u);
+
+	auto stats = stats_of(handle);
+	EXPECT_EQ(stats.carrier, static_cast<uint32_t>(GAPCTL_CARRIER_SOCKET));
+	EXPECT_EQ(stats.hints_queued, 2u);
+	EXPECT_EQ(stats.hints_sent, 2u);
+	EXPECT_EQ(stats.hints_dropped, 0u);
+	gapctl_close(handle);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, Library, ::testing::Values(0u, uint32_t{GAPCTL_OPEN_NO_THREAD}),
+			 [](const auto &info) { return info.param ? "Inline" : "Threaded"; });
+
+TEST(Library, FdPeersBecomeTuples)
+{
+	FakeDaemon daemon;
+	// A real TCP connection on loopback: the library resolves the fd to its 4-tuple.
+	UniqueFd server(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+	sockaddr_in addr{};
+	addr.sin_family = AF_INET;
+	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ASSERT_EQ(::bind(server.get(), reinterpret_cast<sockaddr *>(&addr), sizeof(addr)), 0);
+	ASSERT_EQ(::listen(server.get(), 1), 0);
+	socklen_t len = sizeof(addr);
+	::getsockname(server.get(), reinterpret_cast<sockaddr *>(&addr), &len);
+	UniqueFd client(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+	ASSERT_EQ(::connect(client.get(), reinterpret_cast<sockaddr *>(&addr), sizeof(addr)), 0);
+	sockaddr_in local{};
+	len = sizeof(local);
+	::getsockname(client.get(), reinterpret_cast<sockaddr *>(&local), &len);
+
+	gapctl_t *handle = nullptr;
+	ASSERT_EQ(gapctl_open(&handle, GAPCTL_OPEN_NO_KERNEL), 0);
+	ASSERT_TRUE(daemon.accept_client());
+	gapctl_peer peer{};
+	peer.fd = client.get();
+	peer.rank = 5;
+	std::vector<gapctl_peer> peers = {peer};
+	auto phase = alltoall(peers, 1);
+	uint64_t id;
+	ASSERT_EQ(gapctl_phase_begin(handle, &phase, &id), 0);
+	ASSERT_EQ(gapctl_flush(handle, 1000), 0);
+	auto hint = daemon.next();
+	ASSERT_TRUE(hint) << hint.error().message;
+	ASSERT_EQ(hint->peers.size(), 1u);
+	ASSERT_TRUE(hint->peers[0].is_tuple());
+	EXPECT_EQ(hint->peers[0].local.port, ntohs(local.sin_port));
+	EXPECT_EQ(hint->peers[0].remote.port, ntohs(addr.sin_port));
+	EXPECT_EQ(gp::format_endpoint(hint->peers[0].remote).rfind("127.0.0.1:", 0), 0u);
+	EXPECT_EQ(hint->peers[0].rank, 5);
+
+	// A descriptor that is not a connected socket is the caller's error, counted, not sent.
+	peers[0].fd = server.get();
+	phase = alltoall(peers, 1);
+	EXPECT_EQ(gapctl_phase_begin(handle, &phase, &id), -EBADF);
+	EXPECT_EQ(stats_of(handle).hints_rejected, 1u);
+	gapctl_close(handle);
+}
+
+TEST(Library, WithoutADaemonHintsAreDroppedAndCounted)
+{
+	setenv("GAPPACE_HINTS_SOCK", "/tmp/gapctl-test-nonexistent/hints.sock", 1);
+	gapctl_t *handle = nullptr;
+	ASSERT_EQ(gapctl_open(&handle, GAPCTL_OPEN_NO_KERNEL), 0);
+	auto phase = alltoall({}, 1);
+	for (int i = 0; i < 10; ++i) {
+		uint64_t id;
+		ASSERT_EQ(gapctl_phase_begin(handle, &phase, &id), 0);
+		ASSERT_EQ(gapctl_phase_end(handle, id, 0), 0);
+	}
+	ASSERT_EQ(gapctl_flush(handle, 1000), 0);
+	auto stats = stats_of(handle);
+	EXPECT_EQ(stats.carrier, static_cast<uint32_t>(GAPCTL_CARRIER_NONE));
+	EXPECT_EQ(stats.hints_queued, 20u);
+	EXPECT_EQ(stats.hints_sent, 0u);
+	EXPECT_EQ(stats.hints_dropped, 20u);
+	gapctl_close(handle);
+	unsetenv("GAPPACE_HINTS_SOCK");
+}
+
+TEST(Library, ASlowDaemonCostsDropsNotStalls)
+{
+	FakeDaemon daemon; // accepts but never reads: its receive queue fills up
+	gapctl_t *handle = nullptr;
+	ASSERT_EQ(gapctl_open(&handle, GAPCTL_OPEN_NO_KERNEL), 0);
+	ASSERT_TRUE(daemon.accept_client());
+	std::vector<gapctl_peer> peers(64, v4_peer("10.0.0.9", 1));
+	auto phase = alltoall(peers, 1);
+	const int calls = 20000;
+	for (int i = 0; i < calls; ++i) {
+		uint64_t id;
+		ASSERT_EQ(gapctl_phase_begin(handle, &phase, &id), 0);
+	}
+	(void)gapctl_flush(handle, 2000);
+	auto stats = stats_of(handle);
+	EXPECT_EQ(stats.hints_sent + stats.hints_dropped, static_cast<uint64_t>(calls));
+	EXPECT_GT(stats.hints_dropped, 0u);
+	EXPECT_GT(stats.hints_sent, 0u);
+	gapctl_close(handle);
+}
+
+TEST(Library, RejectsBadArguments)
+{
+	gapctl_t *handle = nullptr;
+	EXPECT_EQ(gapctl_open(nullptr, 0), -EINVAL);
+	EXPECT_EQ(gapctl_open(&handle, 1U << 20), -EINVAL);
+	ASSERT_EQ(gapctl_open(&handle, GAPCTL_OPEN_NO_KERNEL | GAPCTL_OPEN_NO_THREAD), 0);
+	uint64_t id;
+	auto phase = alltoall({}, 1);
+	EXPECT_EQ(gapctl_phase_begin(nullptr, &phase, &id), -EINVAL);
+	EXPECT_EQ(gapctl_phase_begin(handle, nullptr, &id), -EINVAL);
+	EXPECT_EQ(gapctl_phase_begin(handle, &phase, nullptr), -EINVAL);
+	auto bad = phase;
+	bad.struct_size = 8;
+	EXPECT_EQ(gapctl_phase_begin(handle, &bad, &id), -EINVAL);
+	bad = phase;
+	bad.kind = 0;
+	EXPECT_EQ(gapctl_phase_begin(handle, &bad, &id), -EINVAL);
+	bad.kind = 99;
+	EXPECT_EQ(gapctl_phase_begin(handle, &bad, &id), -EINVAL);
+	bad = phase;
+	bad.flags = 1U << 30;
+	EXPECT_EQ(gapctl_phase_begin(handle, &bad, &id), -EINVAL);
+	bad = phase;
+	bad.n_peers = 3; // peers == nullptr
+	EXPECT_EQ(gapctl_phase_begin(handle, &bad, &id), -EINVAL);
+	gapctl_peer v7{};
+	v7.fd = -1;
+	v7.family = 7;
+	std::vector<gapctl_peer> odd = {v7};
+	bad = alltoall(odd, 1);
+	EXPECT_EQ(gapctl_phase_begin(handle, &bad, &id), -EINVAL);
+	EXPECT_EQ(gapctl_phase_end(handle, 0, 0), -EINVAL);
+	EXPECT_EQ(stats_of(handle).hints_rejected, 9u); // every call above but the NULL handle
+	EXPECT_EQ(stats_of(handle).hints_queued, 0u);
+	gapctl_stats small{};
+	small.struct_size = 4;
+	EXPECT_EQ(gapctl_get_stats(handle, &small), -EINVAL);
+	EXPECT_STREQ(gapctl_kind_name(GAPCTL_KIND_BCAST), "bcast");
+	EXPECT_EQ(gapctl_kind_from_name("scatter"), static_cast<uint32_t>(GAPCTL_KIND_SCATTER));
+	EXPECT_EQ(gapctl_kind_from_name(nullptr), 0u);
+	gapctl_close(handle);
+	gapctl_close(nullptr);
+}
+
+TEST(Library, TooManyPeersAreCutAndFlagged)
+{
+	FakeDaemon daemon;
+	gapctl_t *handle = nullptr;
+	ASSERT_EQ(gapctl_open(&handle, GAPCTL_OPEN_NO_KERNEL), 0);
+	ASSERT_TRUE(daemon.accept_client());
+	std::vector<gapctl_peer> peers(GAPCTL_MAX_PEERS + 5, v4_peer("10.0.0.4", 3));
+	auto phase = alltoall(peers, 8);
+	uint64_t id = 0;
+	EXPECT_EQ(gapctl_phase_begin(handle, &phase, &id), -E2BIG);
+	EXPECT_NE(id, 0u);
+	ASSERT_EQ(gapctl_flush(handle, 1000), 0);
+	auto hint = daemon.next();
+	ASSERT_TRUE(hint) << hint.error().message;
+	EXPECT_EQ(hint->peers.size(), static_cast<size_t>(GAPCTL_MAX_PEERS));
+	EXPECT_TRUE(hint->header.flags & GAPPACE_HINT_F_PEERS_TRUNCATED);
+	gapctl_close(handle);
+}
+
+TEST(Library, ChildAfterForkGetsECHILD)
+{
+	gapctl_t *handle = nullptr;
+	ASSERT_EQ(gapctl_open(&handle, GAPCTL_OPEN_NO_KERNEL), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		auto phase = alltoall({}, 1);
+		uint64_t id;
+		int rc = gapctl_phase_begin(handle, &phase, &id);
+		gapctl_close(handle);
+		_exit(rc == -ECHILD ? 0 : 1);
+	}
+	int status = 0;
+	ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	gapctl_close(handle);
+}
+
+} // namespace

@@ -1,4 +1,5 @@
 #include "commands.hpp"
+#include "control.hpp"
 
 #include <linux/genetlink.h>
 #include <linux/netlink.h>
@@ -490,7 +491,7 @@ int run(const Command &command, const GlobalOptions &options, Args args, FILE *o
 
 } // namespace
 
-const std::array<Command, 12> kCommands{{
+const std::array<Command, 14> kCommands{{
 	{"qdisc", "attach", qdisc_attach, "qdisc attach dev DEV [linkrate RATE|auto] [ifg BYTES] [limit PACKETS]"},
 	{"qdisc", "change", qdisc_change, "qdisc change dev DEV [linkrate RATE|auto] [ifg BYTES] [limit PACKETS]"},
 	{"qdisc", "detach", qdisc_detach, "qdisc detach dev DEV"},
@@ -504,6 +505,10 @@ const std::array<Command, 12> kCommands{{
 	{"rto", "clear", rto_clear, "rto clear { SADDR:SPORT DADDR:DPORT | peer ADDR }"},
 	{"rto", "show", rto_show, "rto show"},
 	{"stats", "", stats_show, "stats [dev DEV]"},
+	{"hint", "", hint_send,
+	 "hint KIND peers ADDR[,ADDR|,LOCAL:PORT-REMOTE:PORT...] size BYTES [algorithm ALG] [comm-size N] [rank N]"
+	 " [repetitions N] [hold TIME] [no-kernel]"},
+	{"daemon", "show", daemon_show, "daemon show [socket PATH]"},
 }};
 
 void print_usage(FILE *to, std::string_view object)
@@ -521,7 +526,7 @@ void print_usage(FILE *to, std::string_view object)
 	}
 	if (object.empty())
 		std::fputs("       gapctl help | gapctl OBJECT help | gapctl OBJECT COMMAND help\n"
-			   "where  OBJECT := { qdisc | pace | rto | stats }\n"
+			   "where  OBJECT := { qdisc | pace | rto | stats | hint | daemon }\n"
 			   "       RATE   := bit/s with tc units: 100mbit, 1gbit, 2.5gbit, 10mbps, ...\n"
 			   "       PREFIX := IPv4 or IPv6 address with optional /LEN (default: the full length)\n"
 			   "       SADDR:SPORT DADDR:DPORT := a TCP connection as ss -tn shows it, local end\n"

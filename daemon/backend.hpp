@@ -1,0 +1,74 @@
+// Actuators: how a plan becomes kernel state, and how exactly that state is undone.
+//
+//   ModuleBackend  gap-frame flow rules (per destination host, on the device that reaches it)
+//                  and per-socket RTO overrides through the gappace genl family. Both are
+//                  leases of the daemon's netlink socket: if the daemon dies, the kernel
+//                  reverts everything.
+//   StockBackend   SO_MAX_PACING_RATE on the sender's own sockets (pidfd_getfd) and a host
+//                  route per peer with a locked rto_min and quickack; every change recorded
+//                  in a state file first, so a restarted daemon undoes what a killed one left.
+//
+// Settings shared by several phases (a rule or a route per destination host; a socket in two
+// overlapping phases) are reference-counted: the last phase to end reverts them.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "config.hpp"
+#include "endpoint.hpp"
+#include "expected.hpp"
+#include "planner.hpp"
+#include "stock.hpp"
+
+namespace gp::daemon {
+
+// A socket of the hinting process that the phase may change.
+struct TargetSocket {
+	stock::TcpSocket socket;
+	int fd_in_process = -1;
+	size_t peer = 0;	// index into the phase's peers
+};
+
+// What one phase changed, so that its end reverts exactly that.
+struct Applied {
+	std::vector<std::string> keys;	// the backend's names of shared settings this phase holds
+	size_t paced = 0;		// sockets (stock) or destination rules (module) paced
+	size_t rto = 0;			// sockets (module) or routes (stock) with a lowered RTO floor
+};
+
+struct ApplyRequest {
+	pid_t pid = 0;
+	std::span<const PlannedPeer> peers;
+	std::span<const TargetSocket> sockets;
+	const Plan *plan = nullptr;
+	const Config *config = nullptr;
+};
+
+class Backend {
+public:
+	virtual ~Backend() = default;
+	virtual const char *name() const = 0;
+	// Applies what it can; every failure goes to `errors` and the rest still happens.
+	virtual void apply(const ApplyRequest &request, Applied &applied, std::vector<std::string> &errors) = 0;
+	virtual void revert(Applied &applied, std::vector<std::string> &errors) = 0;
+	// Everything this backend still holds (shutdown).
+	virtual void revert_all(std::vector<std::string> &errors) = 0;
+	// Settings live now, for `gapctl daemon show`: key -> description.
+	virtual std::map<std::string, std::string> live() const = 0;
+};
+
+// ENOENT if the gappace family is not registered (no module).
+Expected<std::unique_ptr<Backend>> make_module_backend();
+// Restores what a previous daemon left in the state file first (errors are logged through
+// `log`), then starts a fresh state file.
+Expected<std::unique_ptr<Backend>> make_stock_backend(const std::string &state_file,
+						      std::vector<std::string> &log);
+
+} // namespace gp::daemon

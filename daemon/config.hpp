@@ -1,0 +1,68 @@
+// gappaced's configuration: /etc/gappace/gappaced.toml. Everything has a default, so an
+// absent file is a valid configuration (RTO floor on, pacing only where a bottleneck is
+// described). Parsing validates every value and names the file, line and key at fault; a
+// config that fails validation is never half-applied (SIGHUP keeps the running one).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "expected.hpp"
+#include "prefix.hpp"
+
+namespace gp::daemon {
+
+enum class BackendChoice { Auto, Module, Stock };
+
+// A link that limits the traffic towards a group of hosts: the switch port (or uplink) of
+// capacity `capacity_bps` with an output queue of `queue_packets` frames, which every path to
+// one of `prefixes` crosses.
+struct Bottleneck {
+	std::string name;
+	uint64_t capacity_bps = 0;
+	uint32_t queue_packets = 0;	// 0: the global [pacing] queue_packets
+	std::vector<Prefix> prefixes;
+};
+
+struct LinkOverride {
+	std::string device;
+	uint64_t rate_bps = 0;
+};
+
+struct Config {
+	std::string source = "(defaults)";	// where it came from, for messages
+
+	BackendChoice backend = BackendChoice::Auto;
+	std::string hints_socket = "/run/gappace/hints.sock";
+	std::string control_socket = "/run/gappace/control.sock";
+	std::string state_file = "/run/gappace/stock-state.json";
+	uint32_t phase_timeout_ms = 10000;	// a phase without END is reverted after this
+	uint32_t max_phases = 4096;		// concurrent phases; more are dropped and counted
+	uint32_t history = 256;			// ended phases kept for `gapctl daemon show`
+
+	bool pacing = true;
+	bool rto = true;
+
+	uint32_t rto_floor_us = 5000;		// the RTO floor during a phase
+	uint32_t rto_min_us = 1000;		// bounds the planner may never leave
+	uint32_t rto_max_us = 200000;
+	std::optional<uint32_t> delack_max_us;	// module backend; default: the kernel's (floor - 1 jiffy)
+
+	uint32_t queue_packets = 40;		// switch output queue, frames (q)
+	uint32_t mtu = 1500;
+	uint64_t min_rate_bps = 1000000;	// never pace a connection below this
+
+	std::vector<LinkOverride> links;
+	std::vector<Bottleneck> bottlenecks;
+};
+
+// Parses TOML text. Errors: EINVAL with "FILE:LINE: KEY: what is wrong".
+Expected<Config> parse_config(const std::string &text, const std::string &source_name);
+// Reads and parses a file; a missing file is an error here (the caller decides about defaults).
+Expected<Config> load_config(const std::string &path);
+
+const char *backend_name(BackendChoice backend);
+
+} // namespace gp::daemon

@@ -1,0 +1,692 @@
+#include "daemon.hpp"
+
+#include <fcntl.h>
+#include <libmnl/libmnl.h>
+#include <linux/genetlink.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <syslog.h>
+#include <sys/un.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <set>
+
+#include "json.hpp"
+#include "stock.hpp"
+#include "units.hpp"
+
+namespace gp::daemon {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr size_t kHintBufferSize = 256 * 1024;	// > max_encoded_size(GAPPACE_HINT_MAX_PEERS)
+constexpr int kTickMs = 100;
+constexpr size_t kRecentErrors = 32;
+
+int64_t unix_ms()
+{
+	return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+		.count();
+}
+
+Error errno_error(const std::string &what)
+{
+	int err = errno;
+	return make_error(err, what + ": " + std::strerror(err));
+}
+
+Expected<UniqueFd> listen_unix(const std::string &path, int type, mode_t mode)
+{
+	std::error_code ec;
+	std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+	if (ec)
+		return make_error(ec.value(), "cannot create the directory of " + path + ": " + ec.message());
+	UniqueFd fd(::socket(AF_UNIX, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+	if (!fd)
+		return errno_error("socket");
+	sockaddr_un addr{};
+	addr.sun_family = AF_UNIX;
+	if (path.size() >= sizeof(addr.sun_path))
+		return make_error(ENAMETOOLONG, path + ": path too long for a Unix socket");
+	std::strcpy(addr.sun_path, path.c_str());
+	// A socket file left by a daemon that died: nobody listens on it any more.
+	::unlink(path.c_str());
+	if (::bind(fd.get(), reinterpret_cast<sockaddr *>(&addr), sizeof(addr)) < 0)
+		return errno_error("bind " + path);
+	if (::chmod(path.c_str(), mode) < 0)
+		return errno_error("chmod " + path);
+	if (::listen(fd.get(), 64) < 0)
+		return errno_error("listen " + path);
+	return fd;
+}
+
+uint64_t netns_of(pid_t pid)
+{
+	struct stat st{};
+	std::string path = "/proc/" + std::to_string(pid) + "/ns/net";
+	if (::stat(path.c_str(), &st) < 0)
+		return 0;
+	return st.st_ino;
+}
+
+void write_record(JsonWriter &j, const PhaseRecord &r)
+{
+	j.begin_object();
+	j.field("pid", r.sender.pid).field("uid", r.sender.uid).field("netns", r.sender.netns);
+	j.field("phase_id", r.header.phase_id);
+	const char *kind = hint::kind_name(r.header.kind);
+	j.field("kind", kind ? kind : "?");
+	const char *algorithm = hint::algorithm_name(r.header.algorithm);
+	j.field("algorithm", algorithm ? algorithm : "?");
+	j.field("flags", r.header.flags).field("bytes_per_peer", r.header.bytes_per_peer);
+	j.field("comm_size", r.header.comm_size).field("rank", static_cast<int64_t>(r.header.rank));
+	j.field("repetitions", r.header.repetitions);
+	j.key("peers").begin_array();
+	for (const hint::Peer &p : r.peers) {
+		j.begin_object();
+		j.field("remote", format_endpoint(p.remote));
+		if (p.is_tuple())
+			j.field("local", format_endpoint(p.local));
+		j.field("rank", static_cast<int64_t>(p.rank));
+		j.end_object();
+	}
+	j.end_array();
+	j.field("plan", r.plan);
+	j.key("rate_bps").begin_array();
+	for (uint64_t rate : r.rate_bps)
+		j.value(rate);
+	j.end_array();
+	j.field("rto_min_us", r.rto_min_us).field("sockets", static_cast<uint64_t>(r.sockets));
+	j.field("paced", static_cast<uint64_t>(r.paced)).field("rto", static_cast<uint64_t>(r.rto));
+	j.field("carrier", r.carrier).field("began_unix_ms", r.began_unix_ms);
+	j.field("apply_latency_ns", r.apply_latency_ns);
+	if (!r.ended.empty())
+		j.field("ended", r.ended).field("duration_ns", r.header.duration_ns);
+	j.key("errors").begin_array();
+	for (const std::string &e : r.errors)
+		j.value(e);
+	j.end_array();
+	j.end_object();
+}
+
+} // namespace
+
+Daemon::~Daemon() = default;
+
+void Daemon::log(int priority, const std::string &message) const
+{
+	// journald reads the <N> prefix as the priority; a terminal gets a readable tag instead.
+	if (journal_)
+		std::fprintf(stderr, "<%d>%s\n", priority, message.c_str());
+	else
+		std::fprintf(stderr, "gappaced: %s%s\n",
+			     priority <= LOG_ERR ? "error: " : priority == LOG_WARNING ? "warning: " : "", message.c_str());
+}
+
+Expected<std::unique_ptr<Daemon>> Daemon::create(const Options &options)
+{
+	std::unique_ptr<Daemon> d(new Daemon());
+	d->options_ = options;
+	d->journal_ = std::getenv("JOURNAL_STREAM") != nullptr;
+	if (auto done = d->setup(); !done)
+		return done.error();
+	return d;
+}
+
+Expected<void> Daemon::setup()
+{
+	started_ = Clock::now();
+	auto config = load_config(options_.config_path);
+	if (!config) {
+		if (config.error().err != ENOENT || options_.config_required)
+			return config.error();
+		log(LOG_INFO, "no " + options_.config_path + ": using the defaults");
+		config_ = Config{};
+	} else {
+		config_ = std::move(*config);
+	}
+	planner_ = std::make_unique<DefaultPlanner>();
+	auto netns = stock::current_netns_inode();
+	if (!netns)
+		return netns.error();
+	own_netns_ = *netns;
+
+	if (config_.backend != BackendChoice::Stock) {
+		auto module = make_module_backend();
+		if (module)
+			backend_ = std::move(*module);
+		else if (config_.backend == BackendChoice::Module)
+			return make_error(module.error().err, "backend \"module\": " + module.error().message);
+	}
+	if (!backend_) {
+		std::vector<std::string> notes;
+		auto stock = make_stock_backend(config_.state_file, notes);
+		for (const std::string &n : notes)
+			log(LOG_NOTICE, n);
+		if (!stock)
+			return make_error(stock.error().err, "backend \"stock\": " + stock.error().message);
+		backend_ = std::move(*stock);
+	}
+
+	epoll_.reset(::epoll_create1(EPOLL_CLOEXEC));
+	if (!epoll_)
+		return errno_error("epoll_create1");
+
+	// The kernel carrier, whenever the module is there (whatever the backend).
+	if (auto nl = NetlinkSocket::open(NETLINK_GENERIC)) {
+		auto group = nl->genl_mcast_group_id(GAPPACE_GENL_NAME, GAPPACE_MCGRP_HINTS);
+		if (group) {
+			unsigned int id = *group;
+			int rcvbuf = 4 << 20;
+			::setsockopt(nl->fd(), SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf));
+			if (mnl_socket_setsockopt(nl->raw(), NETLINK_ADD_MEMBERSHIP, &id, sizeof(id)) < 0) {
+				log(LOG_WARNING, std::string("cannot join the kernel's hints group: ") + std::strerror(errno));
+			} else {
+				fcntl(nl->fd(), F_SETFL, fcntl(nl->fd(), F_GETFL) | O_NONBLOCK);
+				kernel_hints_.emplace(std::move(*nl));
+				watch(kernel_hints_->fd());
+			}
+		}
+	}
+
+	auto hints = listen_unix(config_.hints_socket, SOCK_SEQPACKET, 0666);
+	if (!hints)
+		return hints.error();
+	hints_listener_ = std::move(*hints);
+	watch(hints_listener_.get());
+	auto control = listen_unix(config_.control_socket, SOCK_STREAM, 0600);
+	if (!control)
+		return control.error();
+	control_listener_ = std::move(*control);
+	watch(control_listener_.get());
+
+	sigset_t signals;
+	sigemptyset(&signals);
+	for (int s : {SIGTERM, SIGINT, SIGHUP})
+		sigaddset(&signals, s);
+	sigprocmask(SIG_BLOCK, &signals, nullptr);
+	::signal(SIGPIPE, SIG_IGN);
+	signal_fd_.reset(::signalfd(-1, &signals, SFD_NONBLOCK | SFD_CLOEXEC));
+	if (!signal_fd_)
+		return errno_error("signalfd");
+	watch(signal_fd_.get());
+
+	timer_fd_.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+	if (!timer_fd_)
+		return errno_error("timerfd_create");
+	itimerspec tick{{0, kTickMs * 1000000L}, {0, kTickMs * 1000000L}};
+	timerfd_settime(timer_fd_.get(), 0, &tick, nullptr);
+	watch(timer_fd_.get());
+
+	log(LOG_INFO, std::string("started: backend ") + backend_->name() + ", planner " + planner_->name() +
+			      ", config " + config_.source + ", hints from " + (kernel_hints_ ? "the kernel and " : "") +
+			      config_.hints_socket);
+	return {};
+}
+
+void Daemon::watch(int fd)
+{
+	epoll_event ev{};
+	ev.events = EPOLLIN;
+	ev.data.fd = fd;
+	::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev);
+}
+
+void Daemon::unwatch(int fd) { ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr); }
+
+int Daemon::run()
+{
+	sd_notifyf(0, "READY=1\nSTATUS=backend %s\nMAINPID=%d", backend_->name(), static_cast<int>(::getpid()));
+	epoll_event events[32];
+	while (!stopping_) {
+		int n = ::epoll_wait(epoll_.get(), events, 32, -1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			log(LOG_ERR, std::string("epoll_wait: ") + std::strerror(errno));
+			revert_everything("shutdown");
+			return 1;
+		}
+		for (int i = 0; i < n && !stopping_; ++i) {
+			const int fd = events[i].data.fd;
+			if (kernel_hints_ && fd == kernel_hints_->fd())
+				on_kernel_hints();
+			else if (fd == hints_listener_.get())
+				on_accept_hints();
+			else if (fd == control_listener_.get())
+				on_accept_control();
+			else if (fd == signal_fd_.get())
+				on_signal();
+			else if (fd == timer_fd_.get())
+				on_tick();
+			else if (hint_clients_.count(fd))
+				on_socket_client(fd);
+			else if (control_clients_.count(fd))
+				on_control_client(fd);
+		}
+	}
+	sd_notify(0, "STOPPING=1");
+	return 0;
+}
+
+void Daemon::on_kernel_hints()
+{
+	static std::vector<char> buffer(kHintBufferSize);
+	for (int round = 0; round < 64; ++round) {
+		sockaddr_nl from{};
+		iovec iov{buffer.data(), buffer.size()};
+		msghdr msg{};
+		msg.msg_name = &from;
+		msg.msg_namelen = sizeof(from);
+		msg.msg_iov = &iov;
+		msg.msg_iovlen = 1;
+		ssize_t n = ::recvmsg(kernel_hints_->fd(), &msg, MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == ENOBUFS) { // the kernel dropped multicast messages for us
+				++counters_.hints_dropped;
+				log(LOG_WARNING, "the kernel dropped hints (receive buffer full)");
+				continue;
+			}
+			return;
+		}
+		if (from.nl_pid != 0) { // only the kernel stamps senders
+			++counters_.hints_refused;
+			continue;
+		}
+		int left = static_cast<int>(n);
+		for (auto *nlh = reinterpret_cast<const nlmsghdr *>(buffer.data()); mnl_nlmsg_ok(nlh, left);
+		     nlh = mnl_nlmsg_next(nlh, &left)) {
+			if (nlh->nlmsg_type < NLMSG_MIN_TYPE)
+				continue;
+			handle_hint(nlh, true, std::nullopt);
+		}
+	}
+}
+
+void Daemon::on_accept_hints()
+{
+	for (int round = 0; round < 64; ++round) {
+		UniqueFd client(::accept4(hints_listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+		if (!client)
+			return;
+		ucred cred{};
+		socklen_t len = sizeof(cred);
+		if (::getsockopt(client.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+			continue;
+		hint::Sender sender{static_cast<uint32_t>(cred.pid), cred.uid, static_cast<uint32_t>(netns_of(cred.pid))};
+		const int fd = client.get();
+		watch(fd);
+		hint_clients_.emplace(fd, std::make_pair(std::move(client), sender));
+	}
+}
+
+void Daemon::on_socket_client(int fd)
+{
+	static std::vector<char> buffer(kHintBufferSize);
+	auto &[socket, sender] = hint_clients_.at(fd);
+	for (int round = 0; round < 64; ++round) {
+		ssize_t n = ::recv(fd, buffer.data(), buffer.size(), MSG_DONTWAIT | MSG_TRUNC);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0) {
+			unwatch(fd);
+			hint_clients_.erase(fd);
+			return;
+		}
+		++counters_.hints_received;
+		++counters_.hints_socket;
+		const auto *nlh = reinterpret_cast<const nlmsghdr *>(buffer.data());
+		if (static_cast<size_t>(n) > buffer.size() || static_cast<size_t>(n) < sizeof(nlmsghdr) ||
+		    nlh->nlmsg_len != static_cast<size_t>(n)) {
+			++counters_.hints_malformed;
+			log(LOG_WARNING, "hint from pid " + std::to_string(sender.pid) + ": not one netlink message per datagram");
+			continue;
+		}
+		--counters_.hints_received; // handle_hint counts it
+		--counters_.hints_socket;
+		handle_hint(nlh, false, sender);
+	}
+}
+
+void Daemon::handle_hint(const nlmsghdr *nlh, bool from_kernel, std::optional<hint::Sender> peer_cred)
+{
+	const auto received = Clock::now();
+	++counters_.hints_received;
+	++(from_kernel ? counters_.hints_kernel : counters_.hints_socket);
+	auto decoded = hint::decode(nlh, from_kernel ? hint::SenderStamp::Required : hint::SenderStamp::Forbidden);
+	const std::string who = from_kernel ? "kernel" : "pid " + std::to_string(peer_cred->pid);
+	if (!decoded) {
+		++counters_.hints_malformed;
+		recent_errors_.push_back(who + ": " + decoded.error().message);
+		log(LOG_WARNING, "hint from " + who + ": " + decoded.error().message);
+		return;
+	}
+	hint::Hint h = std::move(*decoded);
+	if (!from_kernel)
+		h.sender = peer_cred;
+	// Routes and sockets are per netns: a sender elsewhere is not ours to serve.
+	if (h.sender->netns != own_netns_) {
+		++counters_.hints_refused;
+		log(LOG_WARNING, "hint from pid " + std::to_string(h.sender->pid) + " refused: it is in another network namespace");
+		return;
+	}
+	if (h.header.event == hint::Event::Begin)
+		begin_phase(std::move(h), from_kernel, received);
+	else
+		end_phase(h.sender->pid, h.header.phase_id, h.header.duration_ns, "end");
+	while (recent_errors_.size() > kRecentErrors)
+		recent_errors_.pop_front();
+}
+
+void Daemon::begin_phase(hint::Hint h, bool from_kernel, Clock::time_point received)
+{
+	const auto key = std::make_pair(uint64_t{h.sender->pid}, h.header.phase_id);
+	if (phases_.count(key)) {
+		++counters_.hints_malformed;
+		log(LOG_WARNING, "pid " + std::to_string(h.sender->pid) + " began phase " + std::to_string(h.header.phase_id) +
+					 " twice: ignored");
+		return;
+	}
+	if (phases_.size() >= config_.max_phases) {
+		++counters_.hints_dropped;
+		log(LOG_WARNING, "too many phases (" + std::to_string(phases_.size()) + "): hint dropped");
+		return;
+	}
+	Phase phase;
+	PhaseRecord &r = phase.record;
+	r.sender = *h.sender;
+	r.header = h.header;
+	r.peers = h.peers;
+	r.carrier = from_kernel ? "kernel" : "socket";
+	r.began_unix_ms = unix_ms();
+
+	// The sender's own sockets towards the peers: its uid's established connections that
+	// its fd table holds. Nothing else is ever touched.
+	std::vector<TargetSocket> targets;
+	stock::SocketFilter filter;
+	filter.uid = r.sender.uid;
+	auto sockets = stock::list_established_tcp(filter);
+	if (!sockets) {
+		r.errors.push_back("socket table: " + sockets.error().message);
+	} else {
+		std::vector<uint64_t> inodes;
+		for (const auto &s : *sockets)
+			inodes.push_back(s.inode);
+		auto held = inodes.empty() ? Expected<std::vector<stock::ProcessSocket>>(std::vector<stock::ProcessSocket>{})
+					   : stock::process_sockets(static_cast<pid_t>(r.sender.pid), inodes);
+		if (!held) {
+			r.errors.push_back("sockets of pid " + std::to_string(r.sender.pid) + ": " + held.error().message);
+		} else {
+			std::map<uint64_t, int> fd_of;
+			for (const auto &p : *held)
+				fd_of.emplace(p.inode, p.fd);
+			std::set<uint64_t> taken;
+			for (const auto &s : *sockets) {
+				auto fd = fd_of.find(s.inode);
+				if (fd == fd_of.end() || taken.count(s.inode))
+					continue;
+				for (size_t i = 0; i < r.peers.size(); ++i) {
+					const hint::Peer &p = r.peers[i];
+					Endpoint remote_host = s.remote;
+					remote_host.port = 0;
+					const bool match = p.is_tuple() ? (p.local == s.local && p.remote == s.remote)
+									: (remote_host == p.remote);
+					if (match) {
+						targets.push_back(TargetSocket{s, fd->second, i});
+						taken.insert(s.inode);
+						break;
+					}
+				}
+			}
+		}
+	}
+	r.sockets = targets.size();
+
+	std::vector<PlannedPeer> planned(r.peers.size());
+	for (size_t i = 0; i < r.peers.size(); ++i) {
+		planned[i].remote = r.peers[i].remote;
+		planned[i].remote.port = 0;
+		planned[i].rank = r.peers[i].rank;
+		if (r.peers[i].is_tuple()) {
+			planned[i].local = r.peers[i].local;
+			planned[i].local->port = 0;
+		}
+	}
+	for (const TargetSocket &t : targets) {
+		if (!planned[t.peer].local) {
+			planned[t.peer].local = t.socket.local;
+			planned[t.peer].local->port = 0;
+		}
+	}
+	Plan plan = planner_->plan(r.header, planned, config_);
+	r.plan = plan.reason;
+	r.rate_bps = plan.rate_bps;
+	r.rto_min_us = plan.rto_min_us;
+	ApplyRequest request{static_cast<pid_t>(r.sender.pid), planned, targets, &plan, &config_};
+	backend_->apply(request, phase.applied, r.errors);
+	r.paced = phase.applied.paced;
+	r.rto = phase.applied.rto;
+	r.apply_latency_ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - received).count());
+	counters_.apply_errors += r.errors.size();
+	for (const std::string &e : r.errors)
+		recent_errors_.push_back("pid " + std::to_string(r.sender.pid) + ": " + e);
+	++counters_.phases_begun;
+	const char *kind = hint::kind_name(r.header.kind);
+	log(LOG_INFO, "phase " + std::to_string(r.header.phase_id) + " of pid " + std::to_string(r.sender.pid) + " uid " +
+			      std::to_string(r.sender.uid) + ": " + (kind ? kind : "?") + " " +
+			      std::to_string(r.header.bytes_per_peer) + " B x " + std::to_string(r.peers.size()) +
+			      " peers, " + std::to_string(r.sockets) + " sockets: " + r.plan + "; applied " +
+			      std::to_string(r.paced) + " pacing, " + std::to_string(r.rto) + " rto" +
+			      (r.errors.empty() ? "" : ", " + std::to_string(r.errors.size()) + " errors (" + r.errors.front() + ")"));
+	phase.deadline = Clock::now() + std::chrono::milliseconds(config_.phase_timeout_ms);
+	phases_.emplace(key, std::move(phase));
+}
+
+void Daemon::end_phase(uint64_t pid, uint64_t phase_id, uint64_t duration_ns, const char *why)
+{
+	auto it = phases_.find({pid, phase_id});
+	if (it == phases_.end()) {
+		++counters_.unknown_ends;
+		return;
+	}
+	Phase &phase = it->second;
+	std::vector<std::string> errors;
+	backend_->revert(phase.applied, errors);
+	counters_.apply_errors += errors.size();
+	for (const std::string &e : errors) {
+		log(LOG_WARNING, "revert of phase " + std::to_string(phase_id) + ": " + e);
+		recent_errors_.push_back(e);
+	}
+	PhaseRecord record = std::move(phase.record);
+	record.ended = why;
+	record.header.duration_ns = duration_ns;
+	record.errors.insert(record.errors.end(), errors.begin(), errors.end());
+	if (std::strcmp(why, "end") == 0)
+		++counters_.phases_ended;
+	else if (std::strcmp(why, "timeout") == 0)
+		++counters_.phases_timed_out;
+	else if (std::strcmp(why, "sender-exit") == 0)
+		++counters_.phases_sender_gone;
+	if (std::strcmp(why, "end") != 0)
+		log(LOG_NOTICE, "phase " + std::to_string(phase_id) + " of pid " + std::to_string(pid) + " reverted: " + why);
+	phases_.erase(it);
+	if (config_.history) {
+		history_.push_back(std::move(record));
+		while (history_.size() > config_.history)
+			history_.pop_front();
+	}
+}
+
+void Daemon::revert_everything(const char *why)
+{
+	std::vector<std::pair<uint64_t, uint64_t>> keys;
+	for (const auto &[key, phase] : phases_)
+		keys.push_back(key);
+	for (const auto &[pid, id] : keys)
+		end_phase(pid, id, 0, why);
+	std::vector<std::string> errors;
+	backend_->revert_all(errors);
+	for (const std::string &e : errors)
+		log(LOG_WARNING, "shutdown: " + e);
+}
+
+void Daemon::on_signal()
+{
+	signalfd_siginfo info{};
+	while (::read(signal_fd_.get(), &info, sizeof(info)) == sizeof(info)) {
+		if (info.ssi_signo == SIGHUP) {
+			reload_config();
+			continue;
+		}
+		log(LOG_INFO, std::string("signal ") + strsignal(static_cast<int>(info.ssi_signo)) + ": reverting " +
+				      std::to_string(phases_.size()) + " phases and stopping");
+		sd_notify(0, "STOPPING=1");
+		revert_everything("shutdown");
+		stopping_ = true;
+		return;
+	}
+}
+
+void Daemon::reload_config()
+{
+	sd_notify(0, "RELOADING=1");
+	auto next = load_config(options_.config_path);
+	if (!next && next.error().err == ENOENT && !options_.config_required)
+		next = Config{};
+	if (!next) {
+		++counters_.config_errors;
+		recent_errors_.push_back("reload: " + next.error().message);
+		log(LOG_ERR, "reload refused, keeping the running config: " + next.error().message);
+	} else {
+		if (next->backend != config_.backend || next->hints_socket != config_.hints_socket ||
+		    next->control_socket != config_.control_socket || next->state_file != config_.state_file)
+			log(LOG_WARNING, "reload: backend and socket/state paths change only with a restart");
+		Config kept = std::move(*next);
+		kept.backend = config_.backend;
+		kept.hints_socket = config_.hints_socket;
+		kept.control_socket = config_.control_socket;
+		kept.state_file = config_.state_file;
+		config_ = std::move(kept);
+		++counters_.config_reloads;
+		log(LOG_INFO, "config reloaded from " + config_.source);
+	}
+	sd_notify(0, "READY=1");
+}
+
+void Daemon::on_tick()
+{
+	uint64_t expirations;
+	while (::read(timer_fd_.get(), &expirations, sizeof(expirations)) > 0) {
+	}
+	const auto now = Clock::now();
+	std::vector<std::tuple<uint64_t, uint64_t, const char *>> expired;
+	for (const auto &[key, phase] : phases_) {
+		if (now >= phase.deadline)
+			expired.emplace_back(key.first, key.second, "timeout");
+		else if (::kill(static_cast<pid_t>(key.first), 0) < 0 && errno == ESRCH)
+			expired.emplace_back(key.first, key.second, "sender-exit");
+	}
+	for (const auto &[pid, id, why] : expired)
+		end_phase(pid, id, 0, why);
+}
+
+void Daemon::on_accept_control()
+{
+	for (int round = 0; round < 16; ++round) {
+		UniqueFd client(::accept4(control_listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+		if (!client)
+			return;
+		const int fd = client.get();
+		watch(fd);
+		control_clients_.emplace(fd, std::move(client));
+	}
+}
+
+void Daemon::on_control_client(int fd)
+{
+	char request[256];
+	ssize_t n = ::recv(fd, request, sizeof(request) - 1, MSG_DONTWAIT);
+	if (n < 0 && errno == EAGAIN)
+		return;
+	std::string reply;
+	if (n > 0) {
+		std::string_view text(request, static_cast<size_t>(n));
+		while (!text.empty() && (text.back() == '\n' || text.back() == '\r'))
+			text.remove_suffix(1);
+		if (text == "show")
+			reply = show_json();
+		else
+			reply = "{\"error\":\"unknown request; the only request is \\\"show\\\"\"}";
+		reply += "\n";
+		// The client is waiting for this one reply: write it out, bounded in time.
+		int flags = fcntl(fd, F_GETFL);
+		fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+		timeval limit{1, 0};
+		::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof(limit));
+		size_t off = 0;
+		while (off < reply.size()) {
+			ssize_t w = ::send(fd, reply.data() + off, reply.size() - off, MSG_NOSIGNAL);
+			if (w <= 0)
+				break;
+			off += static_cast<size_t>(w);
+		}
+	}
+	unwatch(fd);
+	control_clients_.erase(fd);
+}
+
+std::string Daemon::show_json() const
+{
+	JsonWriter j;
+	j.begin_object();
+	j.key("daemon").begin_object();
+	j.field("pid", static_cast<int64_t>(::getpid()));
+	j.field("backend", backend_->name()).field("planner", planner_->name()).field("config", config_.source);
+	j.field("uptime_ms", static_cast<uint64_t>(
+				     std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started_).count()));
+	j.field("kernel_hints", kernel_hints_.has_value()).field("hints_socket", config_.hints_socket);
+	j.field("netns", own_netns_);
+	j.end_object();
+	j.key("counters").begin_object();
+	const Counters &c = counters_;
+	j.field("hints_received", c.hints_received).field("hints_kernel", c.hints_kernel);
+	j.field("hints_socket", c.hints_socket).field("hints_malformed", c.hints_malformed);
+	j.field("hints_refused", c.hints_refused).field("hints_dropped", c.hints_dropped);
+	j.field("phases_begun", c.phases_begun).field("phases_ended", c.phases_ended);
+	j.field("phases_timed_out", c.phases_timed_out).field("phases_sender_gone", c.phases_sender_gone);
+	j.field("unknown_ends", c.unknown_ends).field("apply_errors", c.apply_errors);
+	j.field("config_reloads", c.config_reloads).field("config_errors", c.config_errors);
+	j.field("phases_active", static_cast<uint64_t>(phases_.size()));
+	j.end_object();
+	j.key("phases").begin_array();
+	for (const auto &[key, phase] : phases_)
+		write_record(j, phase.record);
+	j.end_array();
+	j.key("history").begin_array();
+	for (const PhaseRecord &r : history_)
+		write_record(j, r);
+	j.end_array();
+	j.key("settings").begin_object();
+	for (const auto &[key, value] : backend_->live())
+		j.field(key, value);
+	j.end_object();
+	j.key("recent_errors").begin_array();
+	for (const std::string &e : recent_errors_)
+		j.value(e);
+	j.end_array();
+	j.end_object();
+	return j.str();
+}
+
+} // namespace gp::daemon

@@ -1,0 +1,124 @@
+// gappaced's core: one epoll loop over the hint carriers (the kernel's "hints" multicast group
+// and the Unix seqpacket socket), the control socket, a signalfd and a timerfd.
+//
+//   hint BEGIN -> authenticate the sender -> find its sockets -> plan -> backend applies
+//   hint END / phase timeout / sender exit / SIGTERM -> backend reverts
+//   SIGHUP -> reload the config (a bad file keeps the running config)
+//
+// Security: a hint only ever reaches sockets that the sending process holds (its fd table)
+// and that belong to its uid; the sender is whoever the kernel stamped, or SO_PEERCRED of
+// the socket connection, never what the message claims. Per-destination settings (a flow
+// rule, a host route) are shared by all traffic to that host: see Documentation/control-plane.md.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend.hpp"
+#include "config.hpp"
+#include "hint_codec.hpp"
+#include "netlink.hpp"
+#include "planner.hpp"
+#include "unique_fd.hpp"
+
+namespace gp::daemon {
+
+struct Counters {
+	uint64_t hints_received = 0;	// messages on either carrier
+	uint64_t hints_kernel = 0;	// of those, from the kernel's group
+	uint64_t hints_socket = 0;	// of those, from the Unix socket
+	uint64_t hints_malformed = 0;	// failed validation
+	uint64_t hints_refused = 0;	// sender not allowed (other netns, no such process)
+	uint64_t hints_dropped = 0;	// too many phases, or lost by the kernel (ENOBUFS)
+	uint64_t phases_begun = 0;
+	uint64_t phases_ended = 0;
+	uint64_t phases_timed_out = 0;
+	uint64_t phases_sender_gone = 0;
+	uint64_t unknown_ends = 0;	// END for a phase we do not know
+	uint64_t apply_errors = 0;
+	uint64_t config_reloads = 0;
+	uint64_t config_errors = 0;
+};
+
+struct PhaseRecord {
+	hint::Sender sender;
+	hint::Header header;		// of the BEGIN; duration_ns from the END
+	std::vector<hint::Peer> peers;
+	std::string plan;		// the planner's reason
+	std::vector<uint64_t> rate_bps;	// per peer
+	uint32_t rto_min_us = 0;
+	size_t sockets = 0;		// sender sockets matched to the peers
+	size_t paced = 0, rto = 0;	// settings applied
+	std::vector<std::string> errors;
+	std::string carrier;		// "kernel" or "socket"
+	std::string ended;		// "", "end", "timeout", "sender-exit", "shutdown"
+	int64_t began_unix_ms = 0;
+	uint64_t apply_latency_ns = 0;	// hint received -> settings applied
+};
+
+struct Options {
+	std::string config_path = "/etc/gappace/gappaced.toml";
+	bool config_required = false;	// --config given explicitly: a missing file is an error
+};
+
+class Daemon {
+public:
+	static Expected<std::unique_ptr<Daemon>> create(const Options &options);
+	~Daemon();
+
+	// Runs until SIGTERM/SIGINT. Returns the exit status.
+	int run();
+
+private:
+	Daemon() = default;
+	Expected<void> setup();
+	void on_kernel_hints();
+	void on_socket_client(int fd);
+	void on_accept_hints();
+	void on_accept_control();
+	void on_control_client(int fd);
+	void on_signal();
+	void on_tick();
+	void handle_hint(const nlmsghdr *nlh, bool from_kernel, std::optional<hint::Sender> peer_cred);
+	void begin_phase(hint::Hint hint, bool from_kernel, std::chrono::steady_clock::time_point received);
+	void end_phase(uint64_t key_pid, uint64_t phase_id, uint64_t duration_ns, const char *why);
+	void revert_everything(const char *why);
+	std::string show_json() const;
+	void reload_config();
+	void log(int priority, const std::string &message) const;
+	void watch(int fd);
+	void unwatch(int fd);
+
+	struct Phase {
+		PhaseRecord record;
+		Applied applied;
+		std::chrono::steady_clock::time_point deadline;
+	};
+
+	Options options_;
+	Config config_;
+	std::unique_ptr<Planner> planner_;
+	std::unique_ptr<Backend> backend_;
+	UniqueFd epoll_, signal_fd_, timer_fd_, hints_listener_, control_listener_;
+	std::optional<NetlinkSocket> kernel_hints_;
+	std::map<int, std::pair<UniqueFd, hint::Sender>> hint_clients_;	// fd -> (socket, SO_PEERCRED)
+	std::map<int, UniqueFd> control_clients_;
+	std::map<std::pair<uint64_t, uint64_t>, Phase> phases_;		// (pid, phase id)
+	std::deque<PhaseRecord> history_;
+	Counters counters_;
+	std::deque<std::string> recent_errors_;
+	uint64_t own_netns_ = 0;
+	bool journal_ = false;
+	bool stopping_ = false;
+	std::chrono::steady_clock::time_point started_;
+};
+
+} // namespace gp::daemon

@@ -1,0 +1,195 @@
+// The module backend: flow rules and RTO overrides through the gappace genl family.
+#include <linux/genetlink.h>
+
+#include <cerrno>
+
+#include "backend.hpp"
+#include "messages.hpp"
+#include "netlink.hpp"
+#include "units.hpp"
+
+namespace gp::daemon {
+namespace {
+
+struct SharedRule {
+	uint32_t ifindex = 0;
+	Prefix dst;
+	int holders = 0;
+	uint64_t rate_bps = 0;	// the sum of what the holders asked for
+};
+
+struct SharedRto {
+	RtoTarget target;
+	int holders = 0;
+	uint32_t rto_min_us = 0;
+};
+
+class ModuleBackend final : public Backend {
+public:
+	ModuleBackend(NetlinkSocket socket, uint16_t family) : socket_(std::move(socket)), family_(family) {}
+	const char *name() const override { return "module"; }
+
+	void apply(const ApplyRequest &r, Applied &applied, std::vector<std::string> &errors) override
+	{
+		// Pacing: one rule per destination host, its rate the per-connection rate times the
+		// sender's connections to that host (a rule paces all of them together).
+		std::map<size_t, size_t> connections; // peer -> sockets
+		for (const TargetSocket &t : r.sockets)
+			++connections[t.peer];
+		for (size_t i = 0; i < r.peers.size(); ++i) {
+			const uint64_t rate = r.plan->rate_bps[i];
+			if (!rate)
+				continue;
+			const size_t n = std::max<size_t>(connections[i], 1);
+			auto route = stock::lookup_route(r.peers[i].remote);
+			if (!route) {
+				errors.push_back("pace " + format_endpoint(r.peers[i].remote) + ": " + route.error().message);
+				continue;
+			}
+			Prefix dst = make_prefix(r.peers[i].remote.family, r.peers[i].remote.address.data(),
+						 r.peers[i].remote.family == AF_INET6 ? 128 : 32);
+			const std::string key = "rule " + std::to_string(route->oif) + " " + format_prefix(dst);
+			SharedRule &rule = rules_[key];
+			rule.ifindex = route->oif;
+			rule.dst = dst;
+			const uint64_t total = rule.rate_bps + rate * n;
+			RequestBuffer req;
+			encode_rule_new(req, family_, rule.ifindex, dst, total, /*replace=*/true);
+			if (auto done = socket_.transact(req); !done) {
+				errors.push_back("pace " + format_prefix(dst) + ": " + done.error().message);
+				if (!rule.holders)
+					rules_.erase(key);
+				continue;
+			}
+			rule.rate_bps = total;
+			++rule.holders;
+			contributions_[key].push_back(rate * n);
+			applied.keys.push_back(key);
+			++applied.paced;
+		}
+		// RTO floor: per socket of the sender, by its tuple.
+		if (r.plan->rto_min_us) {
+			for (const TargetSocket &t : r.sockets) {
+				RtoTarget target{t.socket.local, t.socket.remote};
+				const std::string key = "rto " + format_endpoint(t.socket.local) + " " + format_endpoint(t.socket.remote);
+				SharedRto &rto = rtos_[key];
+				RtoSettings settings;
+				settings.rto_min_us = r.plan->rto_min_us;
+				settings.delack_max_us = r.config->delack_max_us;
+				// Even a hung daemon cannot leave an override behind for long.
+				settings.ttl_ms = r.config->phase_timeout_ms + 1000;
+				RequestBuffer req;
+				encode_rto_set(req, family_, target, settings);
+				if (auto done = socket_.transact(req); !done) {
+					errors.push_back("rto " + key.substr(4) + ": " + done.error().message);
+					if (!rto.holders)
+						rtos_.erase(key);
+					continue;
+				}
+				rto.target = target;
+				rto.rto_min_us = settings.rto_min_us;
+				++rto.holders;
+				applied.keys.push_back(key);
+				++applied.rto;
+			}
+		}
+	}
+
+	void revert(Applied &applied, std::vector<std::string> &errors) override
+	{
+		for (const std::string &key : applied.keys) {
+			if (key.starts_with("rule "))
+				release_rule(key, errors);
+			else
+				release_rto(key, errors);
+		}
+		applied = {};
+	}
+
+	void revert_all(std::vector<std::string> &errors) override
+	{
+		for (auto it = rules_.begin(); it != rules_.end();) {
+			RequestBuffer req;
+			encode_rule_del(req, family_, it->second.ifindex, it->second.dst);
+			if (auto done = socket_.transact(req); !done && done.error().err != ENOENT)
+				errors.push_back(it->first + ": " + done.error().message);
+			it = rules_.erase(it);
+		}
+		for (auto it = rtos_.begin(); it != rtos_.end();) {
+			RequestBuffer req;
+			encode_rto_clear(req, family_, it->second.target);
+			if (auto done = socket_.transact(req); !done && done.error().err != ENOENT)
+				errors.push_back(it->first + ": " + done.error().message);
+			it = rtos_.erase(it);
+		}
+		contributions_.clear();
+	}
+
+	std::map<std::string, std::string> live() const override
+	{
+		std::map<std::string, std::string> out;
+		for (const auto &[key, rule] : rules_)
+			out[key] = format_rate(rule.rate_bps) + ", " + std::to_string(rule.holders) + " phase(s)";
+		for (const auto &[key, rto] : rtos_)
+			out[key] = "rto_min " + std::to_string(rto.rto_min_us) + " us, " + std::to_string(rto.holders) + " phase(s)";
+		return out;
+	}
+
+private:
+	void release_rule(const std::string &key, std::vector<std::string> &errors)
+	{
+		auto it = rules_.find(key);
+		if (it == rules_.end())
+			return;
+		SharedRule &rule = it->second;
+		auto &mine = contributions_[key];
+		uint64_t share = mine.empty() ? 0 : mine.back();
+		if (!mine.empty())
+			mine.pop_back();
+		rule.rate_bps = rule.rate_bps > share ? rule.rate_bps - share : 0;
+		RequestBuffer req;
+		if (--rule.holders > 0 && rule.rate_bps) {
+			encode_rule_new(req, family_, rule.ifindex, rule.dst, rule.rate_bps, true);
+		} else {
+			encode_rule_del(req, family_, rule.ifindex, rule.dst);
+			contributions_.erase(key);
+			rules_.erase(it);
+		}
+		if (auto done = socket_.transact(req); !done && done.error().err != ENOENT)
+			errors.push_back(key + ": " + done.error().message);
+	}
+
+	void release_rto(const std::string &key, std::vector<std::string> &errors)
+	{
+		auto it = rtos_.find(key);
+		if (it == rtos_.end() || --it->second.holders > 0)
+			return;
+		RequestBuffer req;
+		encode_rto_clear(req, family_, it->second.target);
+		// ENOENT: the socket closed, or the TTL ended it; either way it is restored.
+		if (auto done = socket_.transact(req); !done && done.error().err != ENOENT)
+			errors.push_back(key + ": " + done.error().message);
+		rtos_.erase(it);
+	}
+
+	NetlinkSocket socket_;
+	uint16_t family_;
+	std::map<std::string, SharedRule> rules_;
+	std::map<std::string, std::vector<uint64_t>> contributions_;
+	std::map<std::string, SharedRto> rtos_;
+};
+
+} // namespace
+
+Expected<std::unique_ptr<Backend>> make_module_backend()
+{
+	auto socket = NetlinkSocket::open(NETLINK_GENERIC);
+	if (!socket)
+		return socket.error();
+	auto family = socket->genl_family_id(GAPPACE_GENL_NAME);
+	if (!family)
+		return family.error();
+	return std::unique_ptr<Backend>(new ModuleBackend(std::move(*socket), *family));
+}
+
+} // namespace gp::daemon

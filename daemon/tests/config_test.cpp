@@ -1,0 +1,128 @@
+// gappaced.toml: defaults, a full file, and every kind of mistake with its message.
+#include <gtest/gtest.h>
+
+#include "config.hpp"
+
+namespace gp::daemon {
+namespace {
+
+TEST(Config, EmptyFileMeansDefaults)
+{
+	auto c = parse_config("", "t.toml");
+	ASSERT_TRUE(c) << c.error().message;
+	EXPECT_EQ(c->backend, BackendChoice::Auto);
+	EXPECT_TRUE(c->pacing);
+	EXPECT_TRUE(c->rto);
+	EXPECT_EQ(c->rto_floor_us, 5000u);
+	EXPECT_EQ(c->queue_packets, 40u);
+	EXPECT_TRUE(c->bottlenecks.empty());
+}
+
+TEST(Config, FullFile)
+{
+	auto c = parse_config(R"(
+[daemon]
+backend = "stock"
+hints_socket = "/run/x/hints.sock"
+control_socket = "/run/x/control.sock"
+state_file = "/run/x/state.json"
+phase_timeout = "2s"
+max_phases = 10
+history = 5
+[remedies]
+pacing = false
+rto = true
+[rto]
+floor = "8ms"
+min = "2ms"
+max = "100ms"
+delack_max = "4ms"
+[pacing]
+queue_packets = 100
+mtu = 9000
+min_rate = "10mbit"
+[[link]]
+device = "eth0"
+rate = "10gbit"
+[[bottleneck]]
+name = "right"
+capacity = "200mbit"
+queue_packets = 40
+prefixes = ["10.1.1.0/24", "fd00:1::/64"]
+[[bottleneck]]
+name = "left"
+capacity = "200mbit"
+prefixes = ["10.1.0.0/24"]
+)",
+			      "t.toml");
+	ASSERT_TRUE(c) << c.error().message;
+	EXPECT_EQ(c->backend, BackendChoice::Stock);
+	EXPECT_EQ(c->hints_socket, "/run/x/hints.sock");
+	EXPECT_EQ(c->phase_timeout_ms, 2000u);
+	EXPECT_EQ(c->max_phases, 10u);
+	EXPECT_FALSE(c->pacing);
+	EXPECT_EQ(c->rto_floor_us, 8000u);
+	EXPECT_EQ(*c->delack_max_us, 4000u);
+	EXPECT_EQ(c->mtu, 9000u);
+	EXPECT_EQ(c->min_rate_bps, 10000000u);
+	ASSERT_EQ(c->links.size(), 1u);
+	EXPECT_EQ(c->links[0].rate_bps, 10000000000u);
+	ASSERT_EQ(c->bottlenecks.size(), 2u);
+	EXPECT_EQ(c->bottlenecks[0].capacity_bps, 200000000u);
+	EXPECT_EQ(c->bottlenecks[0].prefixes.size(), 2u);
+	EXPECT_EQ(c->bottlenecks[1].queue_packets, 0u);
+}
+
+struct Bad {
+	const char *name;
+	const char *text;
+	const char *message;
+};
+
+class ConfigRejects : public ::testing::TestWithParam<Bad> {};
+
+TEST_P(ConfigRejects, NamesTheLineAndKey)
+{
+	auto c = parse_config(GetParam().text, "bad.toml");
+	ASSERT_FALSE(c);
+	EXPECT_EQ(c.error().err, EINVAL);
+	EXPECT_NE(c.error().message.find(GetParam().message), std::string::npos) << c.error().message;
+	EXPECT_EQ(c.error().message.rfind("bad.toml:", 0), 0u) << c.error().message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+	Cases, ConfigRejects,
+	::testing::Values(
+		Bad{"Syntax", "[daemon\nbackend = 1", "bad.toml:1"},
+		Bad{"UnknownSection", "[pacnig]\nmtu = 1", "pacnig: unknown key"},
+		Bad{"UnknownKey", "[rto]\nflor = \"5ms\"", "rto.flor: unknown key"},
+		Bad{"BadBackend", "[daemon]\nbackend = \"fast\"", "daemon.backend: must be"},
+		Bad{"RelativePath", "[daemon]\nhints_socket = \"hints.sock\"", "absolute path"},
+		Bad{"BadTime", "[rto]\nfloor = \"5 parsecs\"", "rto.floor: not a valid value"},
+		Bad{"FloorTooHigh", "[rto]\nfloor = \"1s\"", "rto.floor: out of range"},
+		Bad{"MinAboveMax", "[rto]\nmin = \"50ms\"\nmax = \"10ms\"\nfloor=\"20ms\"", "min is above max"},
+		Bad{"FloorOutsideBounds", "[rto]\nmin = \"10ms\"\nfloor = \"5ms\"", "outside [rto.min, rto.max]"},
+		Bad{"BadBool", "[remedies]\npacing = \"yes\"", "remedies.pacing: must be true or false"},
+		Bad{"BadRate", "[[bottleneck]]\nname=\"a\"\ncapacity=\"fast\"\nprefixes=[\"10.0.0.0/8\"]",
+		    "bottleneck.capacity: not a valid value"},
+		Bad{"NoPrefixes", "[[bottleneck]]\nname=\"a\"\ncapacity=\"1gbit\"", "bottleneck.prefixes: required"},
+		Bad{"BadPrefix", "[[bottleneck]]\nname=\"a\"\ncapacity=\"1gbit\"\nprefixes=[\"10.0.0.1/8\"]",
+		    "bottleneck.prefixes"},
+		Bad{"DuplicateName",
+		    "[[bottleneck]]\nname=\"a\"\ncapacity=\"1gbit\"\nprefixes=[\"10.0.0.0/8\"]\n"
+		    "[[bottleneck]]\nname=\"a\"\ncapacity=\"1gbit\"\nprefixes=[\"11.0.0.0/8\"]",
+		    "used twice"},
+		Bad{"BottleneckNotArray", "[bottleneck]\nname=\"a\"", "must be an array of tables"},
+		Bad{"LinkWithoutRate", "[[link]]\ndevice = \"eth0\"", "link.rate: required"},
+		Bad{"ZeroQueue", "[pacing]\nqueue_packets = 0", "pacing.queue_packets: out of range"}),
+	[](const auto &info) { return std::string(info.param.name); });
+
+TEST(Config, MissingFileIsENOENT)
+{
+	auto c = load_config("/nonexistent/gappaced.toml");
+	ASSERT_FALSE(c);
+	EXPECT_EQ(c.error().err, ENOENT);
+}
+
+} // namespace
+} // namespace gp::daemon

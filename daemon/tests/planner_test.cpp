@@ -1,0 +1,117 @@
+// The default planner's rule: C / (k * f) per connection behind a bottleneck, only when the
+// burst overflows the queue; RTO floor within the configured bounds.
+#include <gtest/gtest.h>
+
+#include "planner.hpp"
+
+namespace gp::daemon {
+namespace {
+
+Config two_sided(uint64_t capacity = 200000000)
+{
+	Config c;
+	Bottleneck left{"left", capacity, 40, {*parse_prefix("10.1.0.0/24")}};
+	Bottleneck right{"right", capacity, 40, {*parse_prefix("10.1.1.0/24")}};
+	c.bottlenecks = {left, right};
+	return c;
+}
+
+// An 8+8 cluster seen from 10.1.0.1 (rank 0): ranks 1..7 on the left, 8..15 on the right.
+std::vector<PlannedPeer> cluster_peers()
+{
+	std::vector<PlannedPeer> peers;
+	for (int r = 1; r < 16; ++r) {
+		PlannedPeer p;
+		std::string address = r < 8 ? "10.1.0." + std::to_string(r + 1) : "10.1.1." + std::to_string(r - 7);
+		p.remote = *parse_host_address(address);
+		p.local = *parse_host_address("10.1.0.1");
+		p.rank = r;
+		peers.push_back(p);
+	}
+	return peers;
+}
+
+hint::Header alltoall(uint64_t bytes, uint32_t algorithm)
+{
+	hint::Header h;
+	h.kind = GAPPACE_HINT_KIND_ALLTOALL;
+	h.algorithm = algorithm;
+	h.bytes_per_peer = bytes;
+	h.comm_size = 16;
+	return h;
+}
+
+TEST(DefaultPlanner, PairwiseAlltoallPacesCrossingPeersToCapacityOverSenders)
+{
+	auto peers = cluster_peers();
+	Plan plan = DefaultPlanner().plan(alltoall(65536, GAPPACE_HINT_ALGORITHM_PAIRWISE), peers, two_sided());
+	ASSERT_EQ(plan.rate_bps.size(), peers.size());
+	for (size_t i = 0; i < peers.size(); ++i) {
+		if (peers[i].rank < 8)
+			EXPECT_EQ(plan.rate_bps[i], 0u) << "same side, rank " << peers[i].rank;
+		else // 8 senders on our side into the right: 200 Mbit/s / 8, one connection at a time
+			EXPECT_EQ(plan.rate_bps[i], 25000000u) << "rank " << peers[i].rank;
+	}
+	EXPECT_EQ(plan.rto_min_us, 5000u);
+	EXPECT_NE(plan.reason.find("right"), std::string::npos);
+}
+
+TEST(DefaultPlanner, LinearAlltoallDividesByFanoutToo)
+{
+	auto peers = cluster_peers();
+	Plan plan = DefaultPlanner().plan(alltoall(65536, GAPPACE_HINT_ALGORITHM_LINEAR), peers, two_sided());
+	EXPECT_EQ(plan.rate_bps.back(), 200000000u / (8 * 8));
+}
+
+TEST(DefaultPlanner, BurstThatFitsTheQueueIsNotPaced)
+{
+	auto peers = cluster_peers();
+	// 8 senders x 1 connection x 4 KB = 32 KB < 40 x 1500 B = 60 KB.
+	Plan plan = DefaultPlanner().plan(alltoall(4096, GAPPACE_HINT_ALGORITHM_PAIRWISE), peers, two_sided());
+	for (uint64_t r : plan.rate_bps)
+		EXPECT_EQ(r, 0u);
+	EXPECT_NE(plan.reason.find("fits the queue"), std::string::npos);
+	EXPECT_EQ(plan.rto_min_us, 5000u);
+}
+
+TEST(DefaultPlanner, RootedKindsAndSwitchedOffRemedies)
+{
+	auto peers = cluster_peers();
+	auto bcast = alltoall(1 << 20, 0);
+	bcast.kind = GAPPACE_HINT_KIND_BCAST;
+	Plan plan = DefaultPlanner().plan(bcast, peers, two_sided());
+	for (uint64_t r : plan.rate_bps)
+		EXPECT_EQ(r, 0u);
+	EXPECT_EQ(plan.rto_min_us, 5000u);
+
+	Config off = two_sided();
+	off.pacing = false;
+	off.rto = false;
+	Plan none = DefaultPlanner().plan(alltoall(1 << 20, 0), peers, off);
+	EXPECT_TRUE(none.empty());
+}
+
+TEST(DefaultPlanner, MinimumRateAndRtoBoundsWin)
+{
+	auto peers = cluster_peers();
+	Config c = two_sided(1000000); // 1 Mbit/s / 8 would be 125 kbit/s
+	c.min_rate_bps = 500000;
+	c.rto_floor_us = 3000;
+	c.rto_min_us = 4000; // a floor below the bound is lifted to it
+	c.rto_max_us = 100000;
+	Plan plan = DefaultPlanner().plan(alltoall(1 << 20, GAPPACE_HINT_ALGORITHM_PAIRWISE), peers, c);
+	EXPECT_EQ(plan.rate_bps.back(), 500000u);
+	EXPECT_EQ(plan.rto_min_us, 4000u);
+}
+
+TEST(PrefixContains, Bits)
+{
+	EXPECT_TRUE(prefix_contains(*parse_prefix("10.1.0.0/23"), *parse_host_address("10.1.1.200")));
+	EXPECT_FALSE(prefix_contains(*parse_prefix("10.1.0.0/24"), *parse_host_address("10.1.1.1")));
+	EXPECT_FALSE(prefix_contains(*parse_prefix("10.1.0.0/24"), *parse_host_address("fd00::1")));
+	EXPECT_TRUE(prefix_contains(*parse_prefix("fd00::/8"), *parse_host_address("fd12::1")));
+	EXPECT_TRUE(prefix_contains(*parse_prefix("0.0.0.0/0"), *parse_host_address("1.2.3.4")));
+}
+
+} // namespace
+} // namespace gp::daemon

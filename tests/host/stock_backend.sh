@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# The control plane end to end on this host's own kernel, stock backend (no module):
+# a process in namespace A holds TCP connections to B and sends hints through libgapctl;
+# gappaced (in A) must pace exactly that process's sockets (SO_MAX_PACING_RATE) and add the
+# per-peer route (rto_min lock, quickack), revert both at the phase end, refuse what it must,
+# survive malformed hints and configs, and undo a killed predecessor's settings on restart.
+#
+# usage: stock_backend.sh BUILD_DIR        (root; uses ip netns; everything bounded in time)
+set -euo pipefail
+BUILD=$(cd "${1:?usage: stock_backend.sh BUILD_DIR}" && pwd)
+HERE=$(cd "$(dirname "$0")" && pwd)
+[[ $(id -u) -eq 0 ]] || { echo "SKIP: needs root"; exit 77; }
+
+TAG=gp$RANDOM
+NSA=$TAG-a NSB=$TAG-b
+TMP=$(mktemp -d /tmp/gappace-stock.XXXXXX)
+DAEMON_PID="" CLIENT_PID="" SINK_PID="" OTHER_PID=""
+FAILS=0
+export GAPCTL_LIB=$BUILD/libctl/libgapctl.so.1 GAPPACE_HINTS_SOCK=$TMP/hints.sock GAPPACE_CONTROL_SOCK=$TMP/control.sock
+GAPCTL=$BUILD/tools/gapctl/gapctl
+
+cleanup() {
+	set +e
+	for p in $CLIENT_PID $OTHER_PID $DAEMON_PID $SINK_PID; do kill -KILL "$p" 2>/dev/null; done
+	ip netns pids "$NSA" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
+	ip netns pids "$NSB" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
+	ip netns del "$NSA" 2>/dev/null; ip netns del "$NSB" 2>/dev/null
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+ok() { echo "ok   $*"; }
+fail() { echo "FAIL $*"; FAILS=$((FAILS + 1)); }
+check() { local what=$1; shift; if "$@"; then ok "$what"; else fail "$what"; fi; }
+inA() { ip netns exec "$NSA" "$@"; }
+
+ip netns add "$NSA"; ip netns add "$NSB"
+ip link add "$TAG-va" type veth peer name "$TAG-vb"
+ip link set "$TAG-va" netns "$NSA"; ip link set "$TAG-vb" netns "$NSB"
+for ns in "$NSA" "$NSB"; do
+	ip -n "$ns" link set lo up
+	ip netns exec "$ns" sysctl -qw net.ipv4.tcp_congestion_control=cubic
+done
+ip -n "$NSA" addr add 10.213.0.1/24 dev "$TAG-va"; ip -n "$NSA" link set "$TAG-va" up
+ip -n "$NSB" addr add 10.213.0.2/24 dev "$TAG-vb"; ip -n "$NSB" link set "$TAG-vb" up
+echo "cc: $(ip netns exec "$NSA" sysctl -n net.ipv4.tcp_congestion_control)"
+
+# A sink in B: accepts and drains, for at most 120 s.
+ip netns exec "$NSB" timeout 120 python3 -c '
+import socket, threading
+srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("0.0.0.0", 5001)); srv.listen(16)
+def drain(c):
+    while c.recv(65536): pass
+while True:
+    c, _ = srv.accept(); threading.Thread(target=drain, args=(c,), daemon=True).start()
+' &
+SINK_PID=$!
+
+cat >"$TMP/gappaced.toml" <<CONF
+[daemon]
+backend = "stock"
+hints_socket = "$TMP/hints.sock"
+control_socket = "$TMP/control.sock"
+state_file = "$TMP/state.json"
+phase_timeout = "30s"
+[rto]
+floor = "5ms"
+[[bottleneck]]
+name = "b-side"
+capacity = "100mbit"
+queue_packets = 4
+prefixes = ["10.213.0.2/32"]
+CONF
+
+start_daemon() {
+	# ip netns exec execs the daemon: $! is gappaced itself, so signals reach it.
+	ip netns exec "$NSA" "$BUILD/daemon/gappaced" --config "$TMP/gappaced.toml" 2>>"$TMP/daemon.log" &
+	DAEMON_PID=$!
+	for _ in $(seq 50); do [[ -S $TMP/control.sock ]] && "$GAPCTL" daemon show >/dev/null 2>&1 && return 0; sleep 0.1; done
+	echo "gappaced did not start:"; cat "$TMP/daemon.log"; return 1
+}
+show() { "$GAPCTL" -j daemon show; }
+counter() { show | jq -r ".counters.$1"; }
+
+# A client: a stand-in rank we talk to line by line through two FIFOs.
+start_client() { # NAME IN_FD OUT_FD [UID]
+	local name=$1 in_fd=$2 out_fd=$3
+	local -a run=(ip netns exec "$NSA")
+	[[ -n ${4:-} ]] && run+=(setpriv --reuid "$4" --regid "$4" --clear-groups)
+	mkfifo "$TMP/$name.in" "$TMP/$name.out"
+	"${run[@]}" timeout 300 python3 "$HERE/hintclient.py" <"$TMP/$name.in" >"$TMP/$name.out" 2>&1 &
+	eval "exec $in_fd>\"$TMP/$name.in\" $out_fd<\"$TMP/$name.out\""
+	LAST_PID=$!
+}
+ask() { # IN_FD OUT_FD command... -> one reply line (5 s at most)
+	local in_fd=$1 out_fd=$2 reply; shift 2
+	echo "$*" >&"$in_fd"
+	read -r -t 5 reply <&"$out_fd" || reply="(no reply)"
+	echo "$reply"
+}
+say() { ask 5 6 "$@"; }
+
+start_daemon
+chmod 0777 "$TMP" # the unprivileged client must reach the socket (which is 0666)
+start_client client 5 6; CLIENT_PID=$LAST_PID
+conn=$(say connect 10.213.0.2 5001); echo "client: $conn"
+local_end=$(awk '{print $2}' <<<"$conn")
+orig=$(say pacing)
+
+# ---- a phase: settings live during it, gone after it
+phase=$(say begin alltoall 1048576 10.213.0.2 | awk '/^phase/{print $2}')
+check "begin accepted" test -n "$phase"
+sleep 0.3
+check "route with locked rto_min 5ms and quickack, proto 167" \
+	bash -c "ip -n $NSA route show 10.213.0.2 proto 167 | grep -q 'rto_min lock 5ms' && ip -n $NSA route show 10.213.0.2 proto 167 | grep -q 'quickack 1'"
+during=$(say pacing)
+check "the client's socket is paced to 100mbit (12500000 B/s): $during" test "$during" = "pacing 12500000"
+ss_out=$(ip netns exec "$NSA" ss -tin dst 10.213.0.2) # -n: rates in bps, "current/cap"
+check "ss shows the cap: $(grep -o "pacing_rate [^ ]*" <<<"$ss_out")" grep -Eq "pacing_rate [^ ]*/100000000bps" <<<"$ss_out"
+check "daemon recorded kind/size/peers" \
+	bash -c "$GAPCTL -j daemon show | jq -e '.phases[0] | .kind==\"alltoall\" and .bytes_per_peer==1048576 and .peers[0].remote==\"10.213.0.2\" and .sockets==1 and .paced==1 and .rto==1' >/dev/null"
+check "state file records both settings" bash -c "jq -e '(.routes|length)==1 and (.pacing|length)==1' $TMP/state.json >/dev/null"
+say end "$phase" >/dev/null
+sleep 0.3
+check "route gone after the phase" bash -c "[[ -z \$(ip -n $NSA route show 10.213.0.2 proto 167) ]]"
+after=$(say pacing)
+check "pacing restored ($orig)" test "$after" = "$orig"
+check "history has the ended phase" bash -c "$GAPCTL -j daemon show | jq -e '.history[-1].ended==\"end\"' >/dev/null"
+
+# ---- a small phase: the burst fits the queue, so no pacing, but the RTO floor
+phase=$(say begin alltoall 1000 10.213.0.2 | awk '/^phase/{print $2}')
+sleep 0.3
+check "small message: not paced" test "$(say pacing)" = "$orig"
+check "small message: route still set" bash -c "ip -n $NSA route show 10.213.0.2 proto 167 | grep -q rto_min"
+say end "$phase" >/dev/null
+
+# ---- another uid cannot touch our sockets, even naming our exact connection
+start_client other 7 8 65534; OTHER_PID=$LAST_PID
+reply=$(ask 7 8 begin alltoall 1048576 10.213.0.2)
+sleep 0.3
+check "other uid's hint arrives ($reply)" bash -c "$GAPCTL -j daemon show | jq -e '.phases[] | select(.uid==65534) | .sockets==0 and .paced==0 and .rto==0' >/dev/null"
+check "other uid: our socket unpaced" test "$(say pacing)" = "$orig"
+check "other uid: no route" bash -c "[[ -z \$(ip -n $NSA route show 10.213.0.2 proto 167) ]]"
+echo quit >&7; wait "$OTHER_PID" 2>/dev/null || true; OTHER_PID=""
+
+# ---- malformed hints: counted, the daemon keeps running
+before=$(counter hints_malformed)
+inA python3 - "$TMP/hints.sock" <<'PY'
+import socket, struct, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.connect(sys.argv[1])
+s.send(b"garbage")                                              # not a netlink message
+s.send(struct.pack("=IHHII", 20, 0, 1, 0, 0) + bytes([4, 1, 0, 0]))  # genl header, wrong command
+hdr = struct.pack("=IHHII", 28, 0, 1, 0, 0) + bytes([9, 1, 0, 0])
+s.send(hdr + struct.pack("=HH", 8, 0x8004) + struct.pack("=HH", 4, 2))  # HINT nest without EVENT
+PY
+sleep 0.3
+check "3 malformed hints counted" test "$(counter hints_malformed)" -eq $((before + 3))
+check "daemon still running" kill -0 "$DAEMON_PID"
+
+# ---- configs: --check-config and SIGHUP with a bad file
+printf '[rto]\nfloor = "1s"\n' >"$TMP/bad.toml"
+out=$("$BUILD/daemon/gappaced" --config "$TMP/bad.toml" --check-config 2>&1) && rc=0 || rc=$?
+check "bad config refused with its line ($out)" bash -c "[[ $rc -eq 1 && '$out' == *'bad.toml:2: rto.floor: out of range'* ]]"
+cp "$TMP/gappaced.toml" "$TMP/good.toml"; cp "$TMP/bad.toml" "$TMP/gappaced.toml"
+kill -HUP "$DAEMON_PID"; sleep 0.3
+check "SIGHUP with a bad config: counted, still running" bash -c "[[ \$($GAPCTL -j daemon show | jq .counters.config_errors) -eq 1 ]]"
+cp "$TMP/good.toml" "$TMP/gappaced.toml"
+
+# ---- the daemon killed mid-phase: the next one restores from the state file
+phase=$(say begin alltoall 1048576 10.213.0.2 | awk '/^phase/{print $2}')
+sleep 0.3
+check "phase live before the kill" test "$(say pacing)" = "pacing 12500000"
+kill -KILL "$DAEMON_PID"; wait "$DAEMON_PID" 2>/dev/null || true
+check "after SIGKILL the settings are still there (nobody reverted)" \
+	bash -c "ip -n $NSA route show 10.213.0.2 proto 167 | grep -q rto_min"
+start_daemon
+check "restart restored the route" bash -c "[[ -z \$(ip -n $NSA route show 10.213.0.2 proto 167) ]]"
+check "restart restored the pacing" test "$(say pacing)" = "$orig"
+grep -q "restored what a previous daemon left" "$TMP/daemon.log" && ok "restart logged the restore" || fail "restart logged the restore"
+
+# ---- SIGTERM mid-phase reverts
+phase=$(say begin alltoall 1048576 10.213.0.2 | awk '/^phase/{print $2}')
+sleep 0.3
+kill -TERM "$DAEMON_PID"; wait "$DAEMON_PID" 2>/dev/null || true; DAEMON_PID=""
+check "SIGTERM reverted the route" bash -c "[[ -z \$(ip -n $NSA route show 10.213.0.2 proto 167) ]]"
+check "SIGTERM reverted the pacing" test "$(say pacing)" = "$orig"
+check "SIGTERM left an empty state" bash -c "jq -e '(.routes|length)==0 and (.pacing|length)==0' $TMP/state.json >/dev/null"
+echo quit >&5 2>/dev/null || true
+
+echo "--- daemon log"; cat "$TMP/daemon.log"
+if ((FAILS)); then echo "stock_backend: $FAILS failed"; exit 1; fi
+echo "stock_backend: all passed"

@@ -56,6 +56,7 @@ while True:
     c, _ = srv.accept(); threading.Thread(target=drain, args=(c,), daemon=True).start()
 ' &
 SINK_PID=$!
+for _ in $(seq 50); do ip netns exec "$NSB" ss -ltn | grep -q ':5001 ' && break; sleep 0.1; done
 
 cat >"$TMP/gappaced.toml" <<CONF
 [daemon]
@@ -89,7 +90,7 @@ start_client() { # NAME IN_FD OUT_FD [UID]
 	local -a run=(ip netns exec "$NSA")
 	[[ -n ${4:-} ]] && run+=(setpriv --reuid "$4" --regid "$4" --clear-groups)
 	mkfifo "$TMP/$name.in" "$TMP/$name.out"
-	"${run[@]}" timeout 300 python3 "$HERE/hintclient.py" <"$TMP/$name.in" >"$TMP/$name.out" 2>&1 &
+	"${run[@]}" timeout 300 "$BUILD/tools/probes/gp-hintclient" <"$TMP/$name.in" >"$TMP/$name.out" 2>&1 &
 	eval "exec $in_fd>\"$TMP/$name.in\" $out_fd<\"$TMP/$name.out\""
 	LAST_PID=$!
 }
@@ -105,6 +106,7 @@ start_daemon
 chmod 0777 "$TMP" # the unprivileged client must reach the socket (which is 0666)
 start_client client 5 6; CLIENT_PID=$LAST_PID
 conn=$(say connect 10.213.0.2 5001); echo "client: $conn"
+[[ $conn == connected* ]] || { echo "FAIL the client could not connect"; exit 1; }
 local_end=$(awk '{print $2}' <<<"$conn")
 orig=$(say pacing)
 

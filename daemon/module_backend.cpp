@@ -38,9 +38,12 @@ public:
 			++connections[t.peer];
 		for (size_t i = 0; i < r.peers.size(); ++i) {
 			const uint64_t rate = r.plan->rate_bps[i];
-			if (!rate)
+			// A rule paces every packet to that host: only install it for a host the sender
+			// really talks to (its own sockets), so a hint cannot slow down others' traffic
+			// to a host its sender has no connection with.
+			if (!rate || !connections[i])
 				continue;
-			const size_t n = std::max<size_t>(connections[i], 1);
+			const size_t n = connections[i];
 			auto route = stock::lookup_route(r.peers[i].remote);
 			if (!route) {
 				errors.push_back("pace " + format_endpoint(r.peers[i].remote) + ": " + route.error().message);

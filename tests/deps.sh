@@ -6,9 +6,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 packages=(
 	build-essential cmake pkg-config rsync
-	libmnl-dev libpcap-dev
+	libmnl-dev libpcap-dev nlohmann-json3-dev libtomlplusplus-dev libsystemd-dev
 	googletest libgtest-dev libgmock-dev libbenchmark-dev
 	iproute2 jq python3 python3-yaml
+	openmpi-bin libopenmpi-dev mpich libmpich-dev gfortran
 )
 
 missing=()

@@ -282,7 +282,9 @@ struct gapctl {
 		}
 		++count;
 		guard.unlock();
-		if (sleeping.load()) {
+		// Only the first producer after the thread fell asleep rings: a burst of hints
+		// costs one eventfd write, not one each.
+		if (sleeping.exchange(false)) {
 			uint64_t one = 1;
 			ssize_t ignored = ::write(wake.get(), &one, sizeof(one));
 			(void)ignored;

@@ -9,9 +9,11 @@
 //   stats                      the library's counters as JSON
 //   quit
 // Every reply is one flushed line; errors print "error ..." and the client carries on.
-// Environment: GAPCTL_NO_KERNEL=1 uses the daemon's socket even with the module loaded.
+// Environment: GAPCTL_NO_KERNEL=1 uses the daemon's socket even with the module loaded;
+// GP_AS_UID=N drops to uid/gid N first (the guest's busybox has no setpriv).
 #include <arpa/inet.h>
 #include <netdb.h>
+#include <grp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -68,6 +70,13 @@ int connect_to(const std::string &host, const std::string &port, std::string &er
 
 int main()
 {
+	if (const char *uid = std::getenv("GP_AS_UID"); uid && *uid) {
+		const auto id = static_cast<uid_t>(std::strtoul(uid, nullptr, 10));
+		if (setgroups(0, nullptr) < 0 || setresgid(id, id, id) < 0 || setresuid(id, id, id) < 0) {
+			std::printf("error cannot become uid %u: %s\n", id, std::strerror(errno));
+			return 1;
+		}
+	}
 	gapctl_t *handle = nullptr;
 	const char *no_kernel = std::getenv("GAPCTL_NO_KERNEL");
 	if (int rc = gapctl_open(&handle, no_kernel && *no_kernel == '1' ? GAPCTL_OPEN_NO_KERNEL : 0); rc) {

@@ -1,0 +1,252 @@
+// The pacing actuator: SO_MAX_PACING_RATE on the application's own socket.
+//
+// Since Linux 4.13 TCP paces by itself (an hrtimer per socket) as soon as
+// SO_MAX_PACING_RATE is set, so no fq qdisc is needed. The kernel never turns that internal
+// pacing off again: after a revert to the unlimited rate the socket still paces, at the rate
+// TCP computes for itself (120..200 % of cwnd * mss / srtt), which does not limit a flow.
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "internal.hpp"
+
+// glibc 2.36 has the numbers but no wrappers; older headers may lack even the numbers
+// (they are the same on every architecture).
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_getfd
+#define SYS_pidfd_getfd 438
+#endif
+
+namespace gp::stock {
+namespace {
+
+using detail::system_error;
+
+std::string socket_name(pid_t pid, uint64_t inode)
+{
+	return "socket " + std::to_string(inode) + " of process " + std::to_string(pid);
+}
+
+// Is `fd` (ours) the socket `inode`?
+bool is_socket_inode(int fd, uint64_t inode)
+{
+	struct stat st {};
+	return fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_ino == inode;
+}
+
+Expected<void> check_tcp(int fd, pid_t pid, uint64_t inode)
+{
+	int protocol = 0;
+	socklen_t len = sizeof(protocol);
+	if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &protocol, &len) < 0)
+		return system_error(errno, "getsockopt(SO_PROTOCOL) on " + socket_name(pid, inode));
+	if (protocol != IPPROTO_TCP)
+		return make_error(EPROTOTYPE, socket_name(pid, inode) + " is not a TCP socket");
+	return {};
+}
+
+// Duplicates fd `fd` of the process behind `pidfd` if it still is the socket `inode`.
+// nullopt if the fd is closed or now something else.
+Expected<std::optional<UniqueFd>> try_fd(int pidfd, int fd, pid_t pid, uint64_t inode)
+{
+	UniqueFd duplicate(static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, fd, 0)));
+	if (!duplicate) {
+		const int err = errno;
+		if (err == EBADF)
+			return std::optional<UniqueFd>(); // closed since we looked
+		if (err == ESRCH)
+			return make_error(ESRCH, "process " + std::to_string(pid) + " exited");
+		return system_error(err, "pidfd_getfd(" + std::to_string(fd) + ") of process " + std::to_string(pid));
+	}
+	if (!is_socket_inode(duplicate.get(), inode))
+		return std::optional<UniqueFd>(); // the fd number was reused
+	return std::optional<UniqueFd>(std::move(duplicate));
+}
+
+// The original rate of a record, put back on its socket.
+Expected<detail::Undone> put_back(const PacingRecord &record)
+{
+	auto borrowed = duplicate_process_socket(record.pid, record.inode, record.start_time, record.fd);
+	if (!borrowed) {
+		if (borrowed.error().err == ESRCH || borrowed.error().err == ENOENT)
+			return detail::Undone::gone;
+		return borrowed.error();
+	}
+	auto set = set_max_pacing_rate(borrowed->socket.get(), record.original_bytes_per_second);
+	if (!set)
+		return detail::with_context(set.error(), socket_name(record.pid, record.inode));
+	return detail::Undone::reverted;
+}
+
+} // namespace
+
+Expected<BorrowedSocket> duplicate_process_socket(pid_t pid, uint64_t inode, std::optional<uint64_t> expected_start_time,
+						  int fd_hint)
+{
+	if (pid <= 0)
+		return make_error(EINVAL, "invalid pid " + std::to_string(pid));
+	if (inode == 0)
+		return make_error(EINVAL, "invalid socket inode 0");
+	// The pidfd first: it keeps naming this process even if the pid is reused later, so one
+	// start-time check after opening it is enough.
+	UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+	if (!pidfd) {
+		const int err = errno;
+		if (err == ESRCH)
+			return make_error(ESRCH, "process " + std::to_string(pid) + " does not exist");
+		return system_error(err, "pidfd_open(" + std::to_string(pid) + ")");
+	}
+	if (expected_start_time) {
+		auto start_time = process_start_time(pid);
+		if (!start_time)
+			return start_time.error();
+		if (*start_time != *expected_start_time)
+			return make_error(ESRCH, "pid " + std::to_string(pid) + " now names another process");
+	}
+	if (fd_hint >= 0) {
+		auto hinted = try_fd(pidfd.get(), fd_hint, pid, inode);
+		if (!hinted)
+			return hinted.error();
+		if (*hinted) {
+			if (auto tcp = check_tcp((*hinted)->get(), pid, inode); !tcp)
+				return tcp.error();
+			return BorrowedSocket{std::move(**hinted), fd_hint};
+		}
+	}
+	const uint64_t wanted[] = {inode};
+	auto candidates = process_sockets(pid, wanted);
+	if (!candidates)
+		return candidates.error();
+	for (const ProcessSocket &candidate : *candidates) {
+		auto duplicate = try_fd(pidfd.get(), candidate.fd, pid, inode);
+		if (!duplicate)
+			return duplicate.error();
+		if (!*duplicate)
+			continue;
+		if (auto tcp = check_tcp((*duplicate)->get(), pid, inode); !tcp)
+			return tcp.error();
+		return BorrowedSocket{std::move(**duplicate), candidate.fd};
+	}
+	return make_error(ENOENT, "process " + std::to_string(pid) + " holds no socket " + std::to_string(inode));
+}
+
+Expected<uint64_t> get_max_pacing_rate(int socket_fd)
+{
+	uint64_t rate = 0;
+	socklen_t len = sizeof(rate);
+	if (getsockopt(socket_fd, SOL_SOCKET, SO_MAX_PACING_RATE, &rate, &len) < 0)
+		return system_error(errno, "getsockopt(SO_MAX_PACING_RATE)");
+	if (len == sizeof(uint32_t)) { // a 32-bit kernel: ~0U means unlimited too
+		uint32_t narrow = 0;
+		std::memcpy(&narrow, &rate, sizeof(narrow));
+		return narrow == ~uint32_t{0} ? kUnlimitedPacingRate : narrow;
+	}
+	if (len != sizeof(rate))
+		return make_error(EPROTO, "getsockopt(SO_MAX_PACING_RATE) returned " + std::to_string(len) + " bytes");
+	return rate;
+}
+
+Expected<void> set_max_pacing_rate(int socket_fd, uint64_t bytes_per_second)
+{
+	// An 8-byte option value is taken as 64 bits (Linux 4.20+); a 4-byte one would cap
+	// rates at 4 GB/s.
+	if (setsockopt(socket_fd, SOL_SOCKET, SO_MAX_PACING_RATE, &bytes_per_second, sizeof(bytes_per_second)) < 0)
+		return system_error(errno, "setsockopt(SO_MAX_PACING_RATE, " + std::to_string(bytes_per_second) + ")");
+	return {};
+}
+
+Expected<uint64_t> pacing_bytes_per_second(uint64_t bits_per_second)
+{
+	if (bits_per_second < 8)
+		return make_error(EINVAL, "pacing rate " + std::to_string(bits_per_second) +
+						  " bit/s is below the smallest rate a socket takes (8 bit/s)");
+	return bits_per_second / 8;
+}
+
+Expected<void> PacingActuator::apply(pid_t pid, uint64_t inode, uint64_t bits_per_second)
+{
+	auto bytes_per_second = pacing_bytes_per_second(bits_per_second);
+	if (!bytes_per_second)
+		return bytes_per_second.error();
+	auto start_time = process_start_time(pid);
+	if (!start_time)
+		return start_time.error();
+	const PacingRecord *existing = store_.find_pacing(pid, *start_time, inode);
+	auto borrowed = duplicate_process_socket(pid, inode, *start_time, existing ? existing->fd : -1);
+	if (!borrowed)
+		return borrowed.error();
+
+	PacingRecord record;
+	std::optional<PacingRecord> previous;
+	if (existing) {
+		previous = *existing;
+		record = *existing;
+	} else {
+		auto original = get_max_pacing_rate(borrowed->socket.get());
+		if (!original)
+			return detail::with_context(original.error(), socket_name(pid, inode));
+		record.pid = pid;
+		record.start_time = *start_time;
+		record.inode = inode;
+		record.original_bytes_per_second = *original;
+	}
+	record.fd = borrowed->fd_in_process;
+	record.applied_bytes_per_second = *bytes_per_second;
+
+	// On disk before the socket changes: a crash after this line leaves a record to undo.
+	if (auto saved = store_.put(record); !saved)
+		return saved.error();
+	if (auto set = set_max_pacing_rate(borrowed->socket.get(), *bytes_per_second); !set) {
+		// The socket kept its rate: the record must say what is true again.
+		if (previous)
+			store_.put(*previous);
+		else
+			store_.erase_pacing(pid, *start_time, inode);
+		return detail::with_context(set.error(), socket_name(pid, inode));
+	}
+	return {};
+}
+
+Expected<void> PacingActuator::revert(pid_t pid, uint64_t inode)
+{
+	const PacingRecord *found = nullptr;
+	for (const PacingRecord &record : store_.state().pacing) {
+		if (record.pid == pid && record.inode == inode)
+			found = &record;
+	}
+	if (!found)
+		return make_error(ENOENT, "no pacing was applied to " + socket_name(pid, inode));
+	const PacingRecord record = *found;
+	auto undone = put_back(record);
+	if (!undone)
+		return undone.error();
+	return store_.erase_pacing(record.pid, record.start_time, record.inode);
+}
+
+Expected<void> PacingActuator::revert_all()
+{
+	std::optional<Error> first_failure;
+	const std::vector<PacingRecord> records = store_.state().pacing;
+	for (const PacingRecord &record : records) {
+		auto reverted = revert(record.pid, record.inode);
+		if (!reverted && !first_failure)
+			first_failure = reverted.error();
+	}
+	if (first_failure)
+		return *first_failure;
+	return {};
+}
+
+Expected<detail::Undone> detail::undo_pacing(const PacingRecord &record)
+{
+	return put_back(record);
+}
+
+} // namespace gp::stock

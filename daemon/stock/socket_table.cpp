@@ -1,0 +1,188 @@
+// The socket table: established TCP sockets from sock_diag, and which of them a process holds.
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+#include "internal.hpp"
+#include "netlink.hpp"
+
+namespace gp::stock {
+namespace {
+
+using detail::system_error;
+
+// The kernel reports IPv4 peers of dual-stack sockets as ::ffff:a.b.c.d; the rest of the
+// daemon (routes, filters) speaks of them as IPv4.
+Endpoint unmapped(const Endpoint &endpoint)
+{
+	static constexpr uint8_t kMappedPrefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	if (endpoint.family != AF_INET6 || std::memcmp(endpoint.address.data(), kMappedPrefix, 12) != 0)
+		return endpoint;
+	return make_endpoint(AF_INET, endpoint.address.data() + 12, endpoint.port);
+}
+
+bool matches(const TcpSocket &socket, const SocketFilter &filter)
+{
+	if (filter.uid && socket.uid != *filter.uid)
+		return false;
+	if (filter.remote) {
+		const Endpoint wanted = unmapped(*filter.remote);
+		if (socket.remote.family != wanted.family ||
+		    std::memcmp(socket.remote.address.data(), wanted.address.data(), wanted.address_size()) != 0)
+			return false;
+		if (wanted.port != 0 && socket.remote.port != wanted.port)
+			return false;
+	}
+	return true;
+}
+
+void encode_established_dump(RequestBuffer &request, uint8_t family)
+{
+	nlmsghdr *nlh = request.nlh();
+	nlh->nlmsg_type = SOCK_DIAG_BY_FAMILY;
+	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+	auto *req = static_cast<inet_diag_req_v2 *>(mnl_nlmsg_put_extra_header(nlh, sizeof(inet_diag_req_v2)));
+	req->sdiag_family = family;
+	req->sdiag_protocol = IPPROTO_TCP;
+	req->idiag_states = 1U << TCP_ESTABLISHED;
+}
+
+Expected<TcpSocket> decode_socket(const nlmsghdr *nlh)
+{
+	if (nlh->nlmsg_type != SOCK_DIAG_BY_FAMILY || mnl_nlmsg_get_payload_len(nlh) < sizeof(inet_diag_msg))
+		return make_error(EBADMSG, "malformed sock_diag message in kernel reply");
+	const auto *msg = static_cast<const inet_diag_msg *>(mnl_nlmsg_get_payload(nlh));
+	if (msg->idiag_family != AF_INET && msg->idiag_family != AF_INET6)
+		return make_error(EBADMSG, "sock_diag reply of unknown family " + std::to_string(msg->idiag_family));
+	TcpSocket socket;
+	socket.socket_family = msg->idiag_family;
+	socket.local = unmapped(make_endpoint(msg->idiag_family, msg->id.idiag_src, ntohs(msg->id.idiag_sport)));
+	socket.remote = unmapped(make_endpoint(msg->idiag_family, msg->id.idiag_dst, ntohs(msg->id.idiag_dport)));
+	socket.uid = msg->idiag_uid;
+	socket.inode = msg->idiag_inode;
+	return socket;
+}
+
+// "socket:[12345]" -> 12345
+std::optional<uint64_t> socket_inode_of_link(std::string_view link)
+{
+	constexpr std::string_view prefix = "socket:[";
+	if (link.size() <= prefix.size() + 1 || link.substr(0, prefix.size()) != prefix || link.back() != ']')
+		return std::nullopt;
+	const std::string_view digits = link.substr(prefix.size(), link.size() - prefix.size() - 1);
+	uint64_t inode = 0;
+	auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), inode);
+	if (ec != std::errc() || end != digits.data() + digits.size())
+		return std::nullopt;
+	return inode;
+}
+
+Error no_such_process(pid_t pid)
+{
+	return make_error(ESRCH, "process " + std::to_string(pid) + " does not exist");
+}
+
+} // namespace
+
+Expected<std::vector<TcpSocket>> list_established_tcp(const SocketFilter &filter)
+{
+	if (filter.remote && filter.remote->family != AF_INET && filter.remote->family != AF_INET6)
+		return make_error(EINVAL, "socket filter: the remote address must be IPv4 or IPv6");
+	auto netlink = NetlinkSocket::open(NETLINK_SOCK_DIAG);
+	if (!netlink)
+		return detail::with_context(netlink.error(), "cannot open a sock_diag socket");
+	std::vector<TcpSocket> sockets;
+	for (const uint8_t family : {AF_INET, AF_INET6}) {
+		RequestBuffer request;
+		encode_established_dump(request, family);
+		auto done = netlink->transact(request, [&](const nlmsghdr *nlh) -> Expected<void> {
+			auto socket = decode_socket(nlh);
+			if (!socket)
+				return socket.error();
+			// A state filter is a request, not a promise: check it like every other field.
+			const auto *msg = static_cast<const inet_diag_msg *>(mnl_nlmsg_get_payload(nlh));
+			if (msg->idiag_state == TCP_ESTABLISHED && socket->inode != 0 && matches(*socket, filter))
+				sockets.push_back(*socket);
+			return {};
+		});
+		if (!done)
+			return detail::with_context(done.error(), family == AF_INET ? "sock_diag dump of IPv4 TCP sockets"
+										 : "sock_diag dump of IPv6 TCP sockets");
+	}
+	return sockets;
+}
+
+Expected<std::vector<ProcessSocket>> process_sockets(pid_t pid, std::span<const uint64_t> inodes)
+{
+	if (pid <= 0)
+		return make_error(EINVAL, "invalid pid " + std::to_string(pid));
+	const std::string directory = "/proc/" + std::to_string(pid) + "/fd";
+	DIR *dir = opendir(directory.c_str());
+	if (!dir) {
+		const int err = errno;
+		if (err == ENOENT)
+			return no_such_process(pid);
+		return system_error(err, "cannot list " + directory);
+	}
+	std::vector<ProcessSocket> found;
+	const int dir_fd = dirfd(dir);
+	while (const dirent *entry = readdir(dir)) {
+		int fd = -1;
+		const std::string_view name = entry->d_name;
+		auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), fd);
+		if (ec != std::errc() || end != name.data() + name.size())
+			continue; // "." and ".."
+		char link[64];
+		const ssize_t len = readlinkat(dir_fd, entry->d_name, link, sizeof(link));
+		if (len <= 0 || static_cast<size_t>(len) >= sizeof(link))
+			continue; // closed meanwhile, or not a socket (sockets' links are short)
+		auto inode = socket_inode_of_link(std::string_view(link, static_cast<size_t>(len)));
+		if (!inode)
+			continue;
+		if (inodes.empty() || std::find(inodes.begin(), inodes.end(), *inode) != inodes.end())
+			found.push_back({*inode, fd});
+	}
+	closedir(dir);
+	std::sort(found.begin(), found.end(), [](const ProcessSocket &a, const ProcessSocket &b) { return a.fd < b.fd; });
+	return found;
+}
+
+Expected<uint64_t> process_start_time(pid_t pid)
+{
+	if (pid <= 0)
+		return make_error(EINVAL, "invalid pid " + std::to_string(pid));
+	const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+	std::ifstream file(path);
+	if (!file)
+		return no_such_process(pid);
+	std::string line;
+	std::getline(file, line);
+	// The command name (field 2) is in parentheses and may itself contain ") ": the fields
+	// we want start after the last ')'.
+	const size_t comm_end = line.rfind(')');
+	if (comm_end == std::string::npos)
+		return make_error(EBADMSG, "unexpected format of " + path);
+	std::istringstream fields(line.substr(comm_end + 1));
+	std::string field;
+	for (int index = 3; index <= 22; ++index) { // field 3 is the state, 22 the start time
+		if (!(fields >> field))
+			return make_error(EBADMSG, "unexpected format of " + path);
+	}
+	uint64_t start_time = 0;
+	auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), start_time);
+	if (ec != std::errc() || end != field.data() + field.size())
+		return make_error(EBADMSG, "unexpected start time in " + path);
+	return start_time;
+}
+
+} // namespace gp::stock

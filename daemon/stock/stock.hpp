@@ -1,0 +1,276 @@
+// The "stock kernel" actuators of gappaced: how the daemon applies a collective phase's
+// settings when the gappace module is not loaded, with features every Linux kernel has:
+//
+//   * pacing   SO_MAX_PACING_RATE on the application's own TCP socket, reached through
+//              pidfd_getfd(). TCP paces internally once the option is set (no fq qdisc needed).
+//   * RTO      a host route to the peer with the same nexthop as the route in use, plus the
+//              locked metric rto_min and quickack 1, marked with our route protocol.
+//
+// Every change is written to a state file before it is made, so that a daemon that was
+// killed can revert everything it left behind (restore_from_state) when it starts again.
+//
+// Not thread-safe: one daemon thread owns a StateStore and the actuators that use it.
+// All functions act in the calling thread's network namespace.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "endpoint.hpp"
+#include "expected.hpp"
+#include "unique_fd.hpp"
+
+namespace gp::stock {
+
+// ------------------------------------------------------------------ socket table
+
+// One established TCP socket of this network namespace, as sock_diag reports it.
+struct TcpSocket {
+	int socket_family = 0;	// AF_INET or AF_INET6 (a dual-stack socket is AF_INET6)
+	Endpoint local;		// IPv4-mapped addresses are given as IPv4
+	Endpoint remote;	// same
+	uint32_t uid = 0;	// owner, as seen from our user namespace
+	uint64_t inode = 0;	// the socket's inode: "socket:[INODE]" in /proc/PID/fd
+};
+
+// Which sockets list_established_tcp() returns; an empty filter returns all.
+struct SocketFilter {
+	std::optional<uint32_t> uid;
+	// The peer: its address, and its port too unless remote->port is 0. An IPv4 address
+	// also matches a dual-stack socket's IPv4-mapped peer.
+	std::optional<Endpoint> remote;
+};
+
+// Established TCP sockets (IPv4 and IPv6) of the calling thread's network namespace, through
+// NETLINK_SOCK_DIAG. Sockets without an inode (orphaned by their process) are left out: no
+// process holds them, so nothing can be applied to them.
+Expected<std::vector<TcpSocket>> list_established_tcp(const SocketFilter &filter = {});
+
+// A socket a process holds, and the fd number it holds it under.
+struct ProcessSocket {
+	uint64_t inode = 0;
+	int fd = -1;
+};
+
+// The sockets of `pid` among `inodes` (all of its sockets if `inodes` is empty), from the
+// readlinks of /proc/PID/fd ("socket:[INODE]"). A socket held under several fds is listed
+// once per fd. ESRCH if the process does not exist.
+Expected<std::vector<ProcessSocket>> process_sockets(pid_t pid, std::span<const uint64_t> inodes = {});
+
+// The start time of a process (field 22 of /proc/PID/stat, in clock ticks since boot):
+// with the pid, it names a process even after the pid was reused.
+Expected<uint64_t> process_start_time(pid_t pid);
+
+// ------------------------------------------------------------------ state file
+
+// The default place of the state file; /run is emptied at boot, as our settings are.
+inline constexpr const char *kDefaultStatePath = "/run/gappace/stock-state.json";
+
+// A pacing cap we set on somebody's socket. The socket is named without an fd (fds are
+// reused): the process (pid + start time) and the socket's inode. `fd` is only a hint.
+struct PacingRecord {
+	pid_t pid = 0;
+	uint64_t start_time = 0;
+	uint64_t inode = 0;
+	int fd = -1;				// -1: no hint
+	uint64_t original_bytes_per_second = 0; // SO_MAX_PACING_RATE before us (~0 = unlimited)
+	uint64_t applied_bytes_per_second = 0;
+	bool operator==(const PacingRecord &) const = default;
+};
+
+// A host route we added. It lives in the daemon's own network namespace (netns_inode in
+// StockState says which); table/oif/gateway/prefsrc are what we copied from the route in use.
+struct RouteRecord {
+	Endpoint peer; // address only, port 0
+	uint32_t table = 0;
+	uint32_t oif = 0;
+	std::optional<Endpoint> gateway;
+	std::optional<Endpoint> prefsrc;
+	uint32_t rto_min_ms = 0;
+	bool quickack = false;
+	bool operator==(const RouteRecord &) const = default;
+};
+
+struct StockState {
+	uint64_t netns_inode = 0; // the network namespace the routes are in (/proc/self/ns/net)
+	std::vector<RouteRecord> routes;
+	std::vector<PacingRecord> pacing;
+	bool empty() const { return routes.empty() && pacing.empty(); }
+	bool operator==(const StockState &) const = default;
+};
+
+// The JSON form of the state file (version 1). Rates in bytes/s, as the socket option takes them.
+std::string serialize_state(const StockState &state);
+// EINVAL with the reason if `text` is not a state file we wrote.
+Expected<StockState> parse_state(const std::string &text);
+// Reads and parses a state file. ENOENT if there is none.
+Expected<StockState> load_state(const std::string &path);
+
+// The inode of the calling thread's network namespace.
+Expected<uint64_t> current_netns_inode();
+
+// The state file of a running daemon: every record is on disk (written to a temporary file
+// and renamed over the old one) before the change it describes is made, and is removed once
+// the change was reverted. Directories on the path are created (mode 0755).
+class StateStore {
+public:
+	// Starts an empty state at `path`. EEXIST if a state file with records is already there:
+	// a previous daemon left settings behind, and restore_from_state() must undo them first.
+	static Expected<StateStore> create(std::string path);
+
+	const std::string &path() const { return path_; }
+	const StockState &state() const { return state_; }
+
+	// Adds or replaces the record of the same peer / the same (pid, start time, inode).
+	Expected<void> put(const RouteRecord &record);
+	Expected<void> put(const PacingRecord &record);
+	// Removes a record; removing one that is not there is not an error.
+	Expected<void> erase_route(const Endpoint &peer);
+	Expected<void> erase_pacing(pid_t pid, uint64_t start_time, uint64_t inode);
+
+	const RouteRecord *find_route(const Endpoint &peer) const;
+	const PacingRecord *find_pacing(pid_t pid, uint64_t start_time, uint64_t inode) const;
+
+private:
+	StateStore(std::string path, StockState state) : path_(std::move(path)), state_(std::move(state)) {}
+	Expected<void> write(const StockState &next);
+
+	std::string path_;
+	StockState state_;
+};
+
+// Writes `state` to `path` atomically (temporary file in the same directory, fsync, rename).
+Expected<void> write_state_file(const std::string &path, const StockState &state);
+
+// ------------------------------------------------------------------ pacing
+
+// The unlimited SO_MAX_PACING_RATE (the kernel's default, ~0UL).
+inline constexpr uint64_t kUnlimitedPacingRate = ~uint64_t{0};
+
+// A process's socket, duplicated into ours.
+struct BorrowedSocket {
+	UniqueFd socket;	// our duplicate: the same socket, not a copy
+	int fd_in_process = -1; // the fd number the process holds it under
+};
+
+// A duplicate of the socket `inode` that process `pid` holds (pidfd_open + pidfd_getfd),
+// checked to be that socket and a TCP socket. ESRCH if the process is gone, ENOENT if it
+// holds no such socket, EPROTOTYPE if it is not TCP. With `expected_start_time`, ESRCH also
+// if the pid now names another process. `fd_hint` is tried before /proc/PID/fd is scanned.
+// Close the duplicate soon: while it is open, the application's close() does not end the
+// connection.
+Expected<BorrowedSocket> duplicate_process_socket(pid_t pid, uint64_t inode,
+						  std::optional<uint64_t> expected_start_time = std::nullopt,
+						  int fd_hint = -1);
+
+// SO_MAX_PACING_RATE of a socket, 64-bit, in bytes/s.
+Expected<uint64_t> get_max_pacing_rate(int socket_fd);
+Expected<void> set_max_pacing_rate(int socket_fd, uint64_t bytes_per_second);
+
+// bit/s (our API's unit) to bytes/s (the socket's): rounded down, at least 1 byte/s.
+// EINVAL for 0 and for rates below 8 bit/s.
+Expected<uint64_t> pacing_bytes_per_second(uint64_t bits_per_second);
+
+// Caps the pacing rate of applications' sockets, and puts back what was there before.
+class PacingActuator {
+public:
+	explicit PacingActuator(StateStore &store) : store_(store) {}
+
+	// Caps socket `inode` of process `pid` at `bits_per_second`. The first apply to a socket
+	// records its current SO_MAX_PACING_RATE as the original; applying again only changes
+	// the cap.
+	Expected<void> apply(pid_t pid, uint64_t inode, uint64_t bits_per_second);
+	// Puts the original rate back. A socket or process that is gone counts as reverted.
+	// ENOENT if we never applied anything to that socket.
+	Expected<void> revert(pid_t pid, uint64_t inode);
+	// Reverts every socket; tries them all and returns the first failure.
+	Expected<void> revert_all();
+
+private:
+	StateStore &store_;
+};
+
+// ------------------------------------------------------------------ route metrics
+
+// The route protocol that marks our routes (rtm_protocol; `ip route show proto 167`).
+// Unused by the kernel's RTPROT_* and by iproute2's rt_protos (0xbd = 189 is RIP). Name it
+// for iproute2 with a line "167 gappace" in /etc/iproute2/rt_protos.d/gappace.conf.
+inline constexpr uint8_t kRouteProtocolGappace = 167;
+
+// What our host route adds to the route in use.
+struct RouteSettings {
+	// RTAX_RTO_MIN, in milliseconds (the kernel's unit for this metric), always locked:
+	// tcp_rto_min() only honours a locked RTO_MIN. 1..120000 (TCP_RTO_MAX).
+	uint32_t rto_min_ms = 0;
+	bool quickack = true; // RTAX_QUICKACK 1: no delayed ACKs towards the peer
+};
+
+// The route the kernel uses now to reach an address (RTM_GETROUTE), and what we need to
+// know about the FIB entry it came from (RTM_F_FIB_MATCH).
+struct RouteInUse {
+	uint32_t table = 0;
+	uint32_t oif = 0;
+	std::optional<Endpoint> gateway;
+	std::optional<Endpoint> prefsrc; // the source address the kernel picks
+	uint8_t fib_dst_len = 0;	 // prefix length of the FIB entry that matched
+	uint8_t fib_protocol = 0;	 // and its protocol
+	bool onlink = false;		 // its nexthop is RTNH_F_ONLINK
+	// The FIB entry's metrics, copied to our host route: metrics[RTAX_*] (index 0 unused,
+	// 0 = not set) and RTAX_CC_ALGO, the one metric the kernel reports as a name.
+	std::vector<uint32_t> metrics;
+	std::string congestion_control;
+};
+Expected<RouteInUse> lookup_route(const Endpoint &peer);
+
+// Adds and removes our host routes.
+class RouteActuator {
+public:
+	explicit RouteActuator(StateStore &store) : store_(store) {}
+
+	// Adds a host route (/32, /128) to `peer` through the nexthop in use now, with the route's
+	// metrics plus `settings`. If we have one for `peer` already, its metrics are replaced.
+	// EEXIST, touching nothing, if a host route to `peer` exists that is not ours; EINVAL for
+	// bad settings or a peer the kernel reaches by a route that is not unicast (a local or
+	// multicast address); the kernel's ENETUNREACH/EHOSTUNREACH if no route leads there.
+	// The port of `peer` is ignored.
+	Expected<void> apply(const Endpoint &peer, const RouteSettings &settings);
+	// Deletes our host route to `peer` (only ours: the delete names our protocol). A route
+	// that is gone already counts as deleted. ENOENT if we never added one.
+	Expected<void> revert(const Endpoint &peer);
+	// Reverts every route; tries them all and returns the first failure.
+	Expected<void> revert_all();
+
+private:
+	StateStore &store_;
+	// The route in use before ours, per peer (format_endpoint): a new apply to the same peer
+	// must copy its metrics, not those of our own route.
+	std::map<std::string, RouteInUse> replaced_;
+};
+
+// Deletes every route with our protocol in the calling thread's network namespace, in every
+// table, IPv4 and IPv6 (crash recovery at daemon start). Returns how many were deleted.
+Expected<size_t> purge_routes();
+
+// ------------------------------------------------------------------ crash recovery
+
+struct RestoreReport {
+	size_t routes_deleted = 0;	   // our routes that were still there
+	size_t pacing_restored = 0;	   // sockets whose original rate we put back
+	size_t already_gone = 0;	   // routes/sockets/processes that no longer existed
+	std::vector<Error> failures;	   // what could not be undone (kept in the state file)
+};
+
+// Undoes everything a previous daemon recorded in the state file at `path`, then rewrites the
+// file with only what could not be undone (removes nothing else). A missing file means there
+// is nothing to undo. Fails only if the file cannot be read, parsed or rewritten; undo errors
+// are in the report. Routes recorded in another network namespace than the caller's are not
+// touched (a failure in the report).
+Expected<RestoreReport> restore_from_state(const std::string &path);
+
+} // namespace gp::stock

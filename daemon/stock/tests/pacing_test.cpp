@@ -1,0 +1,178 @@
+// The pacing actuator on a real flow between two namespaces: the cap shows on the owner's fd,
+// limits the throughput (TCP's internal pacing, no fq qdisc), and reverts.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <iostream>
+
+#include "netns.hpp"
+#include "stock.hpp"
+
+namespace gp::stock {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::ClientProcess;
+using testing::FarServer;
+using testing::NetnsPair;
+
+constexpr uint64_t kPacedBitsPerSecond = 10'000'000;
+
+class Pacing : public ::testing::TestWithParam<int> {
+protected:
+	void SetUp() override
+	{
+		if (auto reason = testing::namespace_tests_unavailable())
+			GTEST_SKIP() << *reason;
+		std::string error;
+		pair_ = NetnsPair::create(error);
+		ASSERT_TRUE(pair_) << error;
+		auto store = StateStore::create(dir_.path() + "/state.json");
+		ASSERT_TRUE(store) << store.error().message;
+		store_.emplace(std::move(*store));
+	}
+	void TearDown() override { pair_.reset(); }
+
+	std::optional<uint64_t> find_inode(const Endpoint &server)
+	{
+		SocketFilter filter;
+		filter.remote = server;
+		auto sockets = list_established_tcp(filter);
+		if (!sockets || sockets->size() != 1)
+			return std::nullopt;
+		return sockets->front().inode;
+	}
+
+	testing::TempDir dir_;
+	std::unique_ptr<NetnsPair> pair_;
+	std::optional<StateStore> store_;
+};
+
+TEST_P(Pacing, CapsAFlowAndRevertsIt)
+{
+	const int family = GetParam();
+	FarServer server(*pair_, family, FarServer::Mode::sink);
+	ASSERT_TRUE(server.ok());
+	std::string error;
+	auto client = ClientProcess::start(server.endpoint(), ClientProcess::Mode::bulk, std::nullopt, error);
+	ASSERT_TRUE(client) << error;
+	auto inode = find_inode(server.endpoint());
+	ASSERT_TRUE(inode);
+	ASSERT_EQ(*inode, client->inode());
+	ASSERT_EQ(client->pacing_rate_seen_by_owner(), kUnlimitedPacingRate);
+
+	std::this_thread::sleep_for(300ms); // past slow start
+	const double unpaced = testing::measure_rate(server, 1000ms);
+
+	PacingActuator pacing(*store_);
+	auto applied = pacing.apply(client->pid(), *inode, kPacedBitsPerSecond);
+	ASSERT_TRUE(applied) << applied.error().message;
+	EXPECT_EQ(client->pacing_rate_seen_by_owner(), kPacedBitsPerSecond / 8) << "the owner's own fd shows the cap";
+	ASSERT_EQ(store_->state().pacing.size(), 1u);
+	EXPECT_EQ(store_->state().pacing[0].original_bytes_per_second, kUnlimitedPacingRate);
+	EXPECT_EQ(store_->state().pacing[0].fd, client->fd());
+	// What is queued in the socket already drains at the new rate too: no long settling.
+	std::this_thread::sleep_for(500ms);
+	const double paced = testing::measure_rate(server, 3000ms);
+
+	auto reverted = pacing.revert(client->pid(), *inode);
+	ASSERT_TRUE(reverted) << reverted.error().message;
+	EXPECT_EQ(client->pacing_rate_seen_by_owner(), kUnlimitedPacingRate);
+	EXPECT_TRUE(store_->state().pacing.empty());
+	auto on_disk = load_state(store_->path());
+	ASSERT_TRUE(on_disk);
+	EXPECT_TRUE(on_disk->pacing.empty());
+	std::this_thread::sleep_for(300ms);
+	const double after = testing::measure_rate(server, 1000ms);
+
+	std::cout << "[ measured ] " << (family == AF_INET ? "IPv4" : "IPv6") << " unpaced " << unpaced / 1e6
+		  << " Mbit/s, paced at 10 Mbit/s: " << paced / 1e6 << " Mbit/s, after revert " << after / 1e6
+		  << " Mbit/s\n";
+	RecordProperty("paced_mbit_per_s", std::to_string(paced / 1e6));
+	EXPECT_GT(unpaced, 20 * static_cast<double>(kPacedBitsPerSecond)) << "the veth must be much faster than the cap";
+	EXPECT_GT(paced, 0.9 * kPacedBitsPerSecond);
+	EXPECT_LT(paced, 1.05 * kPacedBitsPerSecond);
+	EXPECT_GT(after, 20 * static_cast<double>(kPacedBitsPerSecond)) << "the revert lifts the cap";
+}
+
+TEST_P(Pacing, ApplyingAgainKeepsTheFirstOriginal)
+{
+	const int family = GetParam();
+	FarServer server(*pair_, family, FarServer::Mode::sink);
+	std::string error;
+	auto client = ClientProcess::start(server.endpoint(), ClientProcess::Mode::idle, std::nullopt, error);
+	ASSERT_TRUE(client) << error;
+	PacingActuator pacing(*store_);
+	ASSERT_TRUE(pacing.apply(client->pid(), client->inode(), 80'000'000));
+	ASSERT_TRUE(pacing.apply(client->pid(), client->inode(), 8'000'000));
+	EXPECT_EQ(client->pacing_rate_seen_by_owner(), 1'000'000u);
+	ASSERT_EQ(store_->state().pacing.size(), 1u);
+	EXPECT_EQ(store_->state().pacing[0].original_bytes_per_second, kUnlimitedPacingRate);
+	ASSERT_TRUE(pacing.revert_all());
+	EXPECT_EQ(client->pacing_rate_seen_by_owner(), kUnlimitedPacingRate);
+}
+
+TEST_P(Pacing, RevertOfAGoneProcessSucceeds)
+{
+	const int family = GetParam();
+	FarServer server(*pair_, family, FarServer::Mode::sink);
+	std::string error;
+	auto client = ClientProcess::start(server.endpoint(), ClientProcess::Mode::idle, std::nullopt, error);
+	ASSERT_TRUE(client) << error;
+	PacingActuator pacing(*store_);
+	const pid_t pid = client->pid();
+	const uint64_t inode = client->inode();
+	ASSERT_TRUE(pacing.apply(pid, inode, kPacedBitsPerSecond));
+	client->kill_now();
+	auto reverted = pacing.revert(pid, inode);
+	EXPECT_TRUE(reverted) << reverted.error().message;
+	EXPECT_TRUE(store_->state().pacing.empty());
+	auto again = pacing.revert(pid, inode);
+	ASSERT_FALSE(again);
+	EXPECT_EQ(again.error().err, ENOENT);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, Pacing, ::testing::Values(AF_INET, AF_INET6),
+			 [](const auto &info) { return info.param == AF_INET ? "IPv4" : "IPv6"; });
+
+TEST(PacingErrors, BadRatesAndSockets)
+{
+	EXPECT_EQ(pacing_bytes_per_second(0).error().err, EINVAL);
+	EXPECT_EQ(pacing_bytes_per_second(7).error().err, EINVAL);
+	EXPECT_EQ(*pacing_bytes_per_second(8), 1u);
+	EXPECT_EQ(*pacing_bytes_per_second(10'000'007), 1'250'000u);
+
+	if (auto reason = testing::namespace_tests_unavailable())
+		GTEST_SKIP() << *reason;
+	testing::TempDir dir;
+	auto store = StateStore::create(dir.path() + "/state.json");
+	ASSERT_TRUE(store);
+	PacingActuator pacing(*store);
+
+	// A UDP socket of our own: found, but not TCP.
+	UniqueFd udp(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+	struct stat st {};
+	fstat(udp.get(), &st);
+	auto not_tcp = pacing.apply(getpid(), st.st_ino, kPacedBitsPerSecond);
+	ASSERT_FALSE(not_tcp);
+	EXPECT_EQ(not_tcp.error().err, EPROTOTYPE) << not_tcp.error().message;
+	auto no_socket = pacing.apply(getpid(), st.st_ino + 1000000, kPacedBitsPerSecond);
+	ASSERT_FALSE(no_socket);
+	EXPECT_EQ(no_socket.error().err, ENOENT) << no_socket.error().message;
+	auto no_process = pacing.apply((1 << 22) + 1, 1, kPacedBitsPerSecond);
+	ASSERT_FALSE(no_process);
+	EXPECT_EQ(no_process.error().err, ESRCH);
+	auto bad_rate = pacing.apply(getpid(), st.st_ino, 0);
+	ASSERT_FALSE(bad_rate);
+	EXPECT_EQ(bad_rate.error().err, EINVAL);
+	EXPECT_TRUE(store->state().empty()) << "failed applies leave no record";
+	auto on_disk = load_state(store->path());
+	ASSERT_TRUE(on_disk);
+	EXPECT_TRUE(on_disk->empty());
+}
+
+} // namespace
+} // namespace gp::stock

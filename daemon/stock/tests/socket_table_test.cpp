@@ -1,0 +1,162 @@
+// The socket table against real connections between two network namespaces.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "netns.hpp"
+#include "stock.hpp"
+
+namespace gp::stock {
+namespace {
+
+using testing::ClientProcess;
+using testing::FarServer;
+using testing::NetnsPair;
+
+class SocketTable : public ::testing::TestWithParam<int> {
+protected:
+	void SetUp() override
+	{
+		if (auto reason = testing::namespace_tests_unavailable())
+			GTEST_SKIP() << *reason;
+		std::string error;
+		pair_ = NetnsPair::create(error);
+		ASSERT_TRUE(pair_) << error;
+	}
+	void TearDown() override { pair_.reset(); }
+
+	std::unique_ptr<NetnsPair> pair_;
+};
+
+TEST_P(SocketTable, FindsTheConnectionWithItsOwnerAndInode)
+{
+	const int family = GetParam();
+	FarServer server(*pair_, family, FarServer::Mode::sink);
+	ASSERT_TRUE(server.ok());
+	constexpr uid_t kOwner = 4242;
+	std::string error;
+	auto client = ClientProcess::start(server.endpoint(), ClientProcess::Mode::idle, kOwner, error);
+	ASSERT_TRUE(client) << error;
+
+	SocketFilter by_owner;
+	by_owner.uid = kOwner;
+	auto sockets = list_established_tcp(by_owner);
+	ASSERT_TRUE(sockets) << sockets.error().message;
+	ASSERT_EQ(sockets->size(), 1u) << "near sees only its own end: the server's end is in far";
+	const TcpSocket &socket = sockets->front();
+	EXPECT_EQ(socket.uid, kOwner);
+	EXPECT_EQ(socket.inode, client->inode());
+	EXPECT_EQ(socket.socket_family, family);
+	EXPECT_EQ(socket.remote, server.endpoint());
+	EXPECT_EQ(socket.local.family, family);
+	EXPECT_TRUE(std::equal(socket.local.address.begin(), socket.local.address.end(),
+			       pair_->near_address(family).address.begin()));
+	EXPECT_NE(socket.local.port, 0);
+
+	// The same socket by peer address (any port) and by peer address and port.
+	SocketFilter by_peer;
+	by_peer.remote = pair_->far_address(family);
+	sockets = list_established_tcp(by_peer);
+	ASSERT_TRUE(sockets);
+	ASSERT_EQ(sockets->size(), 1u);
+	EXPECT_EQ(sockets->front().inode, client->inode());
+	by_peer.remote = server.endpoint();
+	sockets = list_established_tcp(by_peer);
+	ASSERT_TRUE(sockets);
+	EXPECT_EQ(sockets->size(), 1u);
+	by_peer.remote->port = static_cast<uint16_t>(server.endpoint().port + 1);
+	sockets = list_established_tcp(by_peer);
+	ASSERT_TRUE(sockets);
+	EXPECT_TRUE(sockets->empty()) << "another port is another peer";
+	SocketFilter other_owner;
+	other_owner.uid = kOwner + 1;
+	sockets = list_established_tcp(other_owner);
+	ASSERT_TRUE(sockets);
+	EXPECT_TRUE(sockets->empty());
+
+	// Which fd the process holds it under.
+	const uint64_t wanted[] = {client->inode()};
+	auto held = process_sockets(client->pid(), wanted);
+	ASSERT_TRUE(held) << held.error().message;
+	ASSERT_EQ(held->size(), 1u);
+	EXPECT_EQ(held->front().inode, client->inode());
+	EXPECT_EQ(held->front().fd, client->fd());
+	auto all = process_sockets(client->pid());
+	ASSERT_TRUE(all);
+	EXPECT_GE(all->size(), 1u);
+	const uint64_t not_held[] = {client->inode() + 1000000};
+	held = process_sockets(getpid(), not_held);
+	ASSERT_TRUE(held);
+	EXPECT_TRUE(held->empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, SocketTable, ::testing::Values(AF_INET, AF_INET6),
+			 [](const auto &info) { return info.param == AF_INET ? "IPv4" : "IPv6"; });
+
+TEST(SocketTableNamespaces, DualStackPeersAreReportedAsIPv4)
+{
+	if (auto reason = testing::namespace_tests_unavailable())
+		GTEST_SKIP() << *reason;
+	std::string error;
+	auto pair = NetnsPair::create(error);
+	ASSERT_TRUE(pair) << error;
+	// An IPv6 listener in far takes an IPv4 connection: its accepted socket is AF_INET6 with
+	// an IPv4-mapped peer. It is listed in far only, and with the peer as IPv4.
+	UniqueFd listener = pair->far_socket(AF_INET6, SOCK_STREAM);
+	ASSERT_TRUE(listener);
+	sockaddr_in6 any{};
+	any.sin6_family = AF_INET6;
+	ASSERT_EQ(bind(listener.get(), reinterpret_cast<sockaddr *>(&any), sizeof(any)), 0);
+	ASSERT_EQ(listen(listener.get(), 1), 0);
+	socklen_t len = sizeof(any);
+	getsockname(listener.get(), reinterpret_cast<sockaddr *>(&any), &len);
+	Endpoint server = pair->far_address(AF_INET);
+	server.port = ntohs(any.sin6_port);
+	auto client = ClientProcess::start(server, ClientProcess::Mode::idle, std::nullopt, error);
+	ASSERT_TRUE(client) << error;
+	UniqueFd accepted(accept(listener.get(), nullptr, nullptr));
+	ASSERT_TRUE(accepted);
+	struct stat st {};
+	fstat(accepted.get(), &st);
+
+	Expected<std::vector<TcpSocket>> in_far = make_error(EINVAL, "not run");
+	SocketFilter by_peer;
+	by_peer.remote = pair->near_address(AF_INET);
+	testing::in_netns(pair->far_fd(), [&] { in_far = list_established_tcp(by_peer); });
+	ASSERT_TRUE(in_far) << in_far.error().message;
+	ASSERT_EQ(in_far->size(), 1u);
+	EXPECT_EQ(in_far->front().socket_family, AF_INET6);
+	EXPECT_EQ(in_far->front().remote.family, AF_INET);
+	EXPECT_EQ(in_far->front().local.family, AF_INET);
+	EXPECT_EQ(in_far->front().inode, st.st_ino);
+}
+
+TEST(SocketTableErrors, ProcessesThatDoNotExist)
+{
+	// pid_max is at most 2^22: this pid cannot exist.
+	constexpr pid_t kNoSuchPid = (1 << 22) + 1;
+	auto sockets = process_sockets(kNoSuchPid);
+	ASSERT_FALSE(sockets);
+	EXPECT_EQ(sockets.error().err, ESRCH);
+	auto start = process_start_time(kNoSuchPid);
+	ASSERT_FALSE(start);
+	EXPECT_EQ(start.error().err, ESRCH);
+	EXPECT_EQ(process_sockets(0).error().err, EINVAL);
+	auto own = process_start_time(getpid());
+	ASSERT_TRUE(own) << own.error().message;
+	EXPECT_GT(*own, 0u);
+}
+
+TEST(SocketTableErrors, FilterOfUnknownFamily)
+{
+	SocketFilter filter;
+	filter.remote = Endpoint{};
+	auto sockets = list_established_tcp(filter);
+	ASSERT_FALSE(sockets);
+	EXPECT_EQ(sockets.error().err, EINVAL);
+}
+
+} // namespace
+} // namespace gp::stock

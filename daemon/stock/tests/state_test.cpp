@@ -1,0 +1,241 @@
+// The state file: its JSON form, bad input, the atomic writer and the store's rules.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "netns.hpp"
+#include "stock.hpp"
+
+namespace gp::stock {
+namespace {
+
+StockState sample_state()
+{
+	StockState state;
+	state.netns_inode = 4026531840ULL;
+	RouteRecord v4;
+	v4.peer = *parse_host_address("10.1.2.3");
+	v4.table = 254;
+	v4.oif = 7;
+	v4.gateway = *parse_host_address("10.1.2.254");
+	v4.prefsrc = *parse_host_address("10.1.2.1");
+	v4.rto_min_ms = 5;
+	v4.quickack = true;
+	RouteRecord v6;
+	v6.peer = *parse_host_address("fd00::42");
+	v6.table = 1000; // above 255: only RTA_TABLE can carry it
+	v6.oif = 3;
+	v6.rto_min_ms = 120000;
+	v6.quickack = false;
+	state.routes = {v4, v6};
+	PacingRecord paced;
+	paced.pid = 4242;
+	paced.start_time = 123456789;
+	paced.inode = 98765;
+	paced.fd = 5;
+	paced.original_bytes_per_second = kUnlimitedPacingRate; // the largest number JSON must carry
+	paced.applied_bytes_per_second = 1250000;
+	state.pacing = {paced};
+	return state;
+}
+
+TEST(StateFile, RoundTripsEveryField)
+{
+	const StockState state = sample_state();
+	const std::string text = serialize_state(state);
+	auto parsed = parse_state(text);
+	ASSERT_TRUE(parsed) << parsed.error().message;
+	EXPECT_EQ(*parsed, state);
+	EXPECT_NE(text.find("\"original_bytes_per_second\":18446744073709551615"), std::string::npos) << text;
+	EXPECT_NE(text.find("\"peer\":\"fd00::42\""), std::string::npos) << text;
+	EXPECT_EQ(text.find("gateway\":\"\""), std::string::npos) << "absent gateways are left out: " << text;
+}
+
+TEST(StateFile, TheFdHintIsOptional)
+{
+	StockState state = sample_state();
+	state.pacing[0].fd = -1;
+	const std::string text = serialize_state(state);
+	EXPECT_EQ(text.find("\"fd\""), std::string::npos) << text;
+	auto parsed = parse_state(text);
+	ASSERT_TRUE(parsed) << parsed.error().message;
+	EXPECT_EQ(*parsed, state);
+}
+
+TEST(StateFile, EmptyStateRoundTrips)
+{
+	StockState state;
+	auto parsed = parse_state(serialize_state(state));
+	ASSERT_TRUE(parsed) << parsed.error().message;
+	EXPECT_TRUE(parsed->empty());
+}
+
+TEST(StateFile, RejectsWhatWeDidNotWrite)
+{
+	struct Case {
+		const char *text;
+		const char *message_part;
+	};
+	const Case cases[] = {
+		{"", "not valid JSON"},
+		{"{\"version\":1,", "not valid JSON"},
+		{"[]", "top level must be an object"},
+		{"{\"netns_inode\":1,\"routes\":[],\"pacing\":[]}", "missing \"version\""},
+		{"{\"version\":2,\"netns_inode\":1,\"routes\":[],\"pacing\":[]}", "version 2 is not supported"},
+		{"{\"version\":1,\"netns_inode\":1,\"pacing\":[]}", "missing \"routes\""},
+		{"{\"version\":1,\"netns_inode\":1,\"routes\":{},\"pacing\":[]}", "\"routes\" must be an array"},
+		{"{\"version\":1,\"netns_inode\":1,\"routes\":[{\"peer\":\"10.0.0.1:80\",\"table\":254,\"oif\":1,"
+		 "\"rto_min_ms\":5,\"quickack\":true}],\"pacing\":[]}",
+		 "routes[0]: \"peer\""},
+		{"{\"version\":1,\"netns_inode\":1,\"routes\":[{\"peer\":\"10.0.0.1\",\"table\":-1,\"oif\":1,"
+		 "\"rto_min_ms\":5,\"quickack\":true}],\"pacing\":[]}",
+		 "\"table\" must be an unsigned integer"},
+		{"{\"version\":1,\"netns_inode\":1,\"routes\":[{\"peer\":\"10.0.0.1\",\"table\":4294967296,\"oif\":1,"
+		 "\"rto_min_ms\":5,\"quickack\":true}],\"pacing\":[]}",
+		 "\"table\" is out of range"},
+		{"{\"version\":1,\"netns_inode\":1,\"routes\":[{\"peer\":\"10.0.0.1\",\"table\":254,\"oif\":1,"
+		 "\"rto_min_ms\":5,\"quickack\":1}],\"pacing\":[]}",
+		 "\"quickack\" must be true or false"},
+		{"{\"version\":1,\"netns_inode\":1,\"routes\":[],\"pacing\":[{\"pid\":0,\"start_time\":1,\"inode\":2,"
+		 "\"fd\":3,\"original_bytes_per_second\":4,\"applied_bytes_per_second\":5}]}",
+		 "\"pid\" must not be 0"},
+		{"{\"version\":1,\"netns_inode\":1,\"routes\":[],\"pacing\":[{\"pid\":1,\"start_time\":1,\"inode\":2,"
+		 "\"fd\":3,\"original_bytes_per_second\":4}]}",
+		 "pacing[0]: missing \"applied_bytes_per_second\""},
+		{"{\"version\":1,\"netns_inode\":1,\"routes\":[],\"pacing\":[{\"pid\":1.5,\"start_time\":1,\"inode\":2,"
+		 "\"fd\":3,\"original_bytes_per_second\":4,\"applied_bytes_per_second\":5}]}",
+		 "\"pid\" must be an unsigned integer"},
+	};
+	for (const Case &c : cases) {
+		auto parsed = parse_state(c.text);
+		ASSERT_FALSE(parsed) << c.text;
+		EXPECT_EQ(parsed.error().err, EINVAL) << c.text;
+		EXPECT_NE(parsed.error().message.find(c.message_part), std::string::npos)
+			<< c.text << " -> " << parsed.error().message;
+	}
+}
+
+TEST(StateFile, LoadOfAMissingFileIsENOENT)
+{
+	testing::TempDir dir;
+	auto loaded = load_state(dir.path() + "/none.json");
+	ASSERT_FALSE(loaded);
+	EXPECT_EQ(loaded.error().err, ENOENT);
+}
+
+TEST(StateFile, WritesAtomicallyAndCreatesDirectories)
+{
+	testing::TempDir dir;
+	const std::string path = dir.path() + "/run/gappace/stock-state.json";
+	ASSERT_TRUE(write_state_file(path, sample_state()));
+	auto loaded = load_state(path);
+	ASSERT_TRUE(loaded) << loaded.error().message;
+	EXPECT_EQ(*loaded, sample_state());
+	EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+	struct stat st {};
+	ASSERT_EQ(stat(path.c_str(), &st), 0);
+	EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+TEST(StateFile, WriteFailsWithAClearMessage)
+{
+	testing::TempDir dir;
+	const std::string blocker = dir.path() + "/file";
+	std::ofstream(blocker) << "x";
+	auto written = write_state_file(blocker + "/state.json", StockState{});
+	ASSERT_FALSE(written);
+	EXPECT_EQ(written.error().err, ENOTDIR);
+	EXPECT_NE(written.error().message.find("is not a directory"), std::string::npos) << written.error().message;
+}
+
+TEST(StateStore, RecordsAreOnDiskAtOnce)
+{
+	testing::TempDir dir;
+	const std::string path = dir.path() + "/state.json";
+	auto store = StateStore::create(path);
+	ASSERT_TRUE(store) << store.error().message;
+	auto on_disk = load_state(path);
+	ASSERT_TRUE(on_disk);
+	EXPECT_TRUE(on_disk->empty());
+	EXPECT_EQ(on_disk->netns_inode, *current_netns_inode());
+
+	const StockState sample = sample_state();
+	ASSERT_TRUE(store->put(sample.routes[0]));
+	ASSERT_TRUE(store->put(sample.pacing[0]));
+	on_disk = load_state(path);
+	ASSERT_TRUE(on_disk);
+	ASSERT_EQ(on_disk->routes.size(), 1u);
+	EXPECT_EQ(on_disk->routes[0], sample.routes[0]);
+	ASSERT_EQ(on_disk->pacing.size(), 1u);
+	EXPECT_EQ(on_disk->pacing[0], sample.pacing[0]);
+
+	// Same peer (any port): replaced, not added.
+	RouteRecord changed = sample.routes[0];
+	changed.rto_min_ms = 10;
+	changed.peer.port = 80;
+	ASSERT_TRUE(store->put(changed));
+	on_disk = load_state(path);
+	ASSERT_EQ(on_disk->routes.size(), 1u);
+	EXPECT_EQ(on_disk->routes[0].rto_min_ms, 10u);
+	EXPECT_EQ(on_disk->routes[0].peer.port, 0) << "peers are stored without ports";
+	EXPECT_NE(store->find_route(sample.routes[0].peer), nullptr);
+
+	ASSERT_TRUE(store->erase_route(sample.routes[0].peer));
+	ASSERT_TRUE(store->erase_pacing(sample.pacing[0].pid, sample.pacing[0].start_time, sample.pacing[0].inode));
+	ASSERT_TRUE(store->erase_route(sample.routes[0].peer)) << "erasing twice is fine";
+	on_disk = load_state(path);
+	ASSERT_TRUE(on_disk);
+	EXPECT_TRUE(on_disk->empty());
+	EXPECT_TRUE(store->state().empty());
+}
+
+TEST(StateStore, RefusesToForgetWhatAPreviousDaemonLeft)
+{
+	testing::TempDir dir;
+	const std::string path = dir.path() + "/state.json";
+	ASSERT_TRUE(write_state_file(path, sample_state()));
+	auto store = StateStore::create(path);
+	ASSERT_FALSE(store);
+	EXPECT_EQ(store.error().err, EEXIST);
+	EXPECT_NE(store.error().message.find("restore it first"), std::string::npos) << store.error().message;
+	auto untouched = load_state(path);
+	ASSERT_TRUE(untouched);
+	EXPECT_EQ(*untouched, sample_state());
+
+	std::ofstream(path) << "not json";
+	auto corrupt = StateStore::create(path);
+	ASSERT_FALSE(corrupt);
+	EXPECT_EQ(corrupt.error().err, EINVAL);
+}
+
+TEST(StateStore, RestoreOfAMissingFileHasNothingToDo)
+{
+	testing::TempDir dir;
+	auto report = restore_from_state(dir.path() + "/none.json");
+	ASSERT_TRUE(report) << report.error().message;
+	EXPECT_EQ(report->routes_deleted + report->pacing_restored + report->already_gone, 0u);
+	EXPECT_TRUE(report->failures.empty());
+}
+
+TEST(StateStore, RestoreKeepsRoutesOfAnotherNamespace)
+{
+	testing::TempDir dir;
+	const std::string path = dir.path() + "/state.json";
+	StockState state = sample_state();
+	state.netns_inode = *current_netns_inode() + 1;
+	state.pacing.clear();
+	ASSERT_TRUE(write_state_file(path, state));
+	auto report = restore_from_state(path);
+	ASSERT_TRUE(report) << report.error().message;
+	EXPECT_EQ(report->routes_deleted, 0u);
+	ASSERT_EQ(report->failures.size(), 2u);
+	EXPECT_EQ(report->failures[0].err, EXDEV);
+	auto kept = load_state(path);
+	ASSERT_TRUE(kept);
+	EXPECT_EQ(kept->routes, state.routes) << "what could not be undone stays recorded";
+}
+
+} // namespace
+} // namespace gp::stock

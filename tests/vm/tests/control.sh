@@ -1,0 +1,110 @@
+#!/bin/sh
+# control — the control-plane chain with the module backend: a rank (gp-hintclient, holding
+# a TCP connection to the peer netns) sends hints through libgapctl to the kernel, which
+# stamps and multicasts them; gappaced (module backend) plans, installs a flow rule on eth0
+# and an RTO override on the rank's socket, both leases of its netlink socket, and reverts
+# them at the phase end. Checked: settings live during the phase and gone after it; a hint
+# from another uid changes nothing; SIGKILL of the daemon lets the kernel restore everything.
+. "$GP_LIB"
+
+gp_load_module gappace
+gp_load_kmod tcp_diag
+gp_wire_up
+log=$(gp_result control.txt)
+
+gapctl qdisc attach dev eth0 linkrate 100mbit >>"$log" 2>&1 || gp_die "qdisc attach failed"
+sleep 600 | gp_peer nc -l -p 6000 >/dev/null 2>&1 &
+sleep 0.5
+
+mkdir -p /run/gappace
+cat >/run/gappace/gappaced.toml <<CONF
+[daemon]
+backend = "module"
+phase_timeout = "60s"
+[rto]
+floor = "5ms"
+[[bottleneck]]
+name = "peer"
+capacity = "10mbit"
+queue_packets = 4
+prefixes = ["10.0.0.2/32"]
+CONF
+gappaced --config /run/gappace/gappaced.toml 2>>/results/gappaced.log &
+daemon=$!
+i=0
+while ! gapctl daemon show >/dev/null 2>&1; do
+    i=$((i + 1)); [ $i -lt 50 ] || gp_die "gappaced did not start: $(cat /results/gappaced.log)"
+    sleep 0.1
+done
+gapctl -j daemon show | grep -q '"kernel_hints":true' || gp_fail "gappaced does not listen to the kernel's hints group"
+
+# The rank: a client we drive through two FIFOs (fd 5 in, fd 6 out).
+mkfifo /tmp/c.in /tmp/c.out
+gp-hintclient </tmp/c.in >/tmp/c.out 2>&1 &
+client=$!
+exec 5>/tmp/c.in 6</tmp/c.out
+say() { echo "$*" >&5; r=; read -t 5 r <&6; echo "$r"; }
+
+conn=$(say connect 10.0.0.2 6000)
+echo "client: $conn" >>"$log"
+case $conn in connected*) ;; *) gp_die "client could not connect: $conn" ;; esac
+local_end=$(echo "$conn" | awk '{print $2}')
+
+rules() { gapctl -j pace show dev eth0; }
+rtos() { gapctl -j rto show; }
+show() { gapctl -j daemon show; }
+
+# --- a phase: a rule for the peer at C/k = 10mbit, an override on exactly this socket
+phase=$(say begin alltoall 1048576 10.0.0.2 | awk '/^phase/{print $2}')
+[ -n "$phase" ] || gp_die "begin failed"
+sleep 0.5
+show >>"$log"
+rules >>"$log"; rtos >>"$log"
+show | grep -q '"hints_kernel":1,' || gp_fail "the hint did not come through the kernel's group"
+show | grep -q '"carrier":"kernel"' || gp_fail "phase not recorded as carried by the kernel"
+show | grep -q '"kind":"alltoall","algorithm":"pairwise","flags":0,"bytes_per_peer":1048576' \
+    || gp_fail "phase kind/size not recorded"
+show | grep -q '"sockets":1,"paced":1,"rto":1' || gp_fail "phase did not pace 1 rule and override 1 socket"
+rules | grep -q '"dst":"10.0.0.2/32"' || gp_fail "no flow rule for the peer during the phase"
+rules | grep -q '"rate":10000000' || gp_fail "flow rule rate is not 10mbit"
+rtos | grep -q "\"local\":\"$local_end\"" || gp_fail "no RTO override on the rank's socket ($local_end)"
+say end "$phase" >/dev/null
+sleep 0.5
+rules | grep -q '10.0.0.2' && gp_fail "flow rule left after the phase"
+rtos | grep -q "$local_end" && gp_fail "RTO override left after the phase"
+show | grep -q '"ended":"end"' || gp_fail "ended phase not in the history"
+echo "phase: live during, gone after" >>"$log"
+
+# --- another uid names our connection: nothing may change
+mkfifo /tmp/o.in /tmp/o.out
+GP_AS_UID=65534 gp-hintclient </tmp/o.in >/tmp/o.out 2>&1 &
+exec 7>/tmp/o.in 8</tmp/o.out
+echo "begin alltoall 1048576 10.0.0.2" >&7; read -t 5 r <&8
+echo "other uid: $r" >>"$log"
+sleep 0.5
+show | grep -q '"uid":65534' || gp_fail "the other uid's hint did not arrive (stamped uid 65534)"
+rules | grep -q '10.0.0.2' && gp_fail "another uid's hint installed a flow rule"
+rtos | grep -q "$local_end" && gp_fail "another uid's hint changed our socket"
+echo quit >&7
+
+# --- the daemon dies mid-phase: the kernel ends its leases
+phase=$(say begin alltoall 1048576 10.0.0.2 | awk '/^phase/{print $2}')
+sleep 0.5
+rules | grep -q '10.0.0.2' || gp_fail "no rule before the kill"
+kill -9 "$daemon"
+wait "$daemon" 2>/dev/null
+sleep 1
+rules | grep -q '10.0.0.2' && gp_fail "rule survived the daemon (lease not released)"
+rtos | grep -q "$local_end" && gp_fail "RTO override survived the daemon"
+echo "daemon SIGKILL: rule and override released by the kernel" >>"$log"
+
+# --- without a daemon the library counts the kernel's ESRCH, nothing blocks
+say begin alltoall 1048576 10.0.0.2 >/dev/null
+st=$(say stats)
+echo "no daemon: $st" >>"$log"
+echo "$st" | grep -q '"carrier":1' || gp_fail "library not on the kernel carrier: $st"
+echo "$st" | grep -q '"carrier_errors":0' && gp_fail "no daemon, but no carrier error counted: $st"
+echo quit >&5
+wait "$client" 2>/dev/null
+cat /results/gappaced.log >>"$log"
+gapctl qdisc detach dev eth0

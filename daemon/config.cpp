@@ -144,8 +144,11 @@ Expected<Config> parse_config(const std::string &text, const std::string &source
 					  std::pair{"control_socket", &config.control_socket},
 					  std::pair{"state_file", &config.state_file}}) {
 			if (auto v = check.get<std::string>(*t, "daemon", key, "a string")) {
-				if (v->empty() || (*v)[0] != '/')
-					check.fail(t->get(key)->source(), std::string("daemon.") + key, "must be an absolute path");
+				const bool socket_key = std::string_view(key).ends_with("socket");
+				if (v->empty() || ((*v)[0] != '/' && !(socket_key && (*v)[0] == '@' && v->size() > 1)))
+					check.fail(t->get(key)->source(), std::string("daemon.") + key,
+						   socket_key ? "must be an absolute path or @name (abstract socket)"
+							      : "must be an absolute path");
 				else if (std::string_view(key).ends_with("socket") && v->size() >= 108)
 					check.fail(t->get(key)->source(), std::string("daemon.") + key,
 						   "longer than a Unix socket path may be (107 bytes)");

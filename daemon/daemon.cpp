@@ -25,6 +25,7 @@
 #include "json.hpp"
 #include "stock.hpp"
 #include "units.hpp"
+#include "unix_address.hpp"
 
 namespace gp::daemon {
 namespace {
@@ -48,23 +49,25 @@ Error errno_error(const std::string &what)
 
 Expected<UniqueFd> listen_unix(const std::string &path, int type, mode_t mode)
 {
-	std::error_code ec;
-	std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-	if (ec)
-		return make_error(ec.value(), "cannot create the directory of " + path + ": " + ec.message());
+	auto addr = make_unix_address(path);
+	if (!addr)
+		return make_error(ENAMETOOLONG, path + ": not a valid Unix socket path");
+	if (!addr->abstract) {
+		std::error_code ec;
+		std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+		if (ec)
+			return make_error(ec.value(), "cannot create the directory of " + path + ": " + ec.message());
+		// A socket file left by a daemon that died: nobody listens on it any more.
+		::unlink(path.c_str());
+	}
 	UniqueFd fd(::socket(AF_UNIX, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
 	if (!fd)
 		return errno_error("socket");
-	sockaddr_un addr{};
-	addr.sun_family = AF_UNIX;
-	if (path.size() >= sizeof(addr.sun_path))
-		return make_error(ENAMETOOLONG, path + ": path too long for a Unix socket");
-	std::strcpy(addr.sun_path, path.c_str());
-	// A socket file left by a daemon that died: nobody listens on it any more.
-	::unlink(path.c_str());
-	if (::bind(fd.get(), reinterpret_cast<sockaddr *>(&addr), sizeof(addr)) < 0)
+	if (::bind(fd.get(), addr->get(), addr->len) < 0)
 		return errno_error("bind " + path);
-	if (::chmod(path.c_str(), mode) < 0)
+	// Abstract sockets have no file mode: anyone in the network namespace may connect, which
+	// is what the hints socket allows anyway; the control socket checks SO_PEERCRED below.
+	if (!addr->abstract && ::chmod(path.c_str(), mode) < 0)
 		return errno_error("chmod " + path);
 	if (::listen(fd.get(), 64) < 0)
 		return errno_error("listen " + path);
@@ -607,6 +610,13 @@ void Daemon::on_accept_control()
 		UniqueFd client(::accept4(control_listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
 		if (!client)
 			return;
+		// The state names other users' processes: root and the daemon's own uid only (an
+		// abstract socket has no file mode to say so).
+		ucred cred{};
+		socklen_t len = sizeof(cred);
+		if (::getsockopt(client.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
+		    (cred.uid != 0 && cred.uid != ::getuid()))
+			continue;
 		const int fd = client.get();
 		watch(fd);
 		control_clients_.emplace(fd, std::move(client));

@@ -117,6 +117,15 @@ INSTANTIATE_TEST_SUITE_P(
 		Bad{"ZeroQueue", "[pacing]\nqueue_packets = 0", "pacing.queue_packets: out of range"}),
 	[](const auto &info) { return std::string(info.param.name); });
 
+TEST(Config, AbstractSocketsAreAccepted)
+{
+	auto c = parse_config("[daemon]\nhints_socket = \"@gappace-h1\"\ncontrol_socket = \"@ctl\"", "t.toml");
+	ASSERT_TRUE(c) << c.error().message;
+	EXPECT_EQ(c->hints_socket, "@gappace-h1");
+	EXPECT_FALSE(parse_config("[daemon]\nstate_file = \"@x\"", "t.toml"));
+	EXPECT_FALSE(parse_config("[daemon]\nhints_socket = \"@\"", "t.toml"));
+}
+
 TEST(Config, MissingFileIsENOENT)
 {
 	auto c = load_config("/nonexistent/gappaced.toml");

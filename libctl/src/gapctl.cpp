@@ -38,6 +38,7 @@
 #include "hint_codec.hpp"
 #include "netlink.hpp"
 #include "unique_fd.hpp"
+#include "unix_address.hpp"
 
 namespace {
 
@@ -92,13 +93,11 @@ public:
 		const char *path = std::getenv("GAPPACE_HINTS_SOCK");
 		if (!path || !*path)
 			path = GAPPACE_HINTS_SOCKET;
-		sockaddr_un addr{};
-		addr.sun_family = AF_UNIX;
-		if (std::strlen(path) >= sizeof(addr.sun_path))
+		auto addr = gp::make_unix_address(path); // "@name": abstract, per network namespace
+		if (!addr)
 			return;
-		std::strcpy(addr.sun_path, path);
 		gp::UniqueFd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-		if (!fd || ::connect(fd.get(), reinterpret_cast<sockaddr *>(&addr), sizeof(addr)) < 0)
+		if (!fd || ::connect(fd.get(), addr->get(), addr->len) < 0)
 			return;
 		socket_ = std::move(fd);
 		family_id_ = 0;

@@ -12,7 +12,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -318,6 +320,40 @@ TEST(Library, ChildAfterForkGetsECHILD)
 	int status = 0;
 	ASSERT_EQ(waitpid(pid, &status, 0), pid);
 	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	gapctl_close(handle);
+}
+
+} // namespace
+
+namespace {
+
+// "@name" in GAPPACE_HINTS_SOCK is an abstract socket: one per network namespace.
+TEST(Library, AbstractSocketCarrier)
+{
+	const std::string name = "@gapctl-test-" + std::to_string(getpid());
+	UniqueFd listener(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+	sockaddr_un addr{};
+	addr.sun_family = AF_UNIX;
+	std::memcpy(addr.sun_path + 1, name.data() + 1, name.size() - 1);
+	const socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size());
+	ASSERT_EQ(::bind(listener.get(), reinterpret_cast<sockaddr *>(&addr), len), 0);
+	ASSERT_EQ(::listen(listener.get(), 1), 0);
+	setenv("GAPPACE_HINTS_SOCK", name.c_str(), 1);
+	gapctl_t *handle = nullptr;
+	ASSERT_EQ(gapctl_open(&handle, GAPCTL_OPEN_NO_KERNEL | GAPCTL_OPEN_NO_THREAD), 0);
+	unsetenv("GAPPACE_HINTS_SOCK");
+	UniqueFd client(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+	ASSERT_TRUE(client);
+	std::vector<gapctl_peer> peers = {v4_peer("10.0.0.2", 1)};
+	auto phase = alltoall(peers, 64);
+	uint64_t id;
+	ASSERT_EQ(gapctl_phase_begin(handle, &phase, &id), 0);
+	std::vector<uint8_t> buf(4096);
+	ssize_t n = ::recv(client.get(), buf.data(), buf.size(), 0);
+	ASSERT_GT(n, 0);
+	auto hint = gp::hint::decode(reinterpret_cast<const nlmsghdr *>(buf.data()), gp::hint::SenderStamp::Forbidden);
+	ASSERT_TRUE(hint) << hint.error().message;
+	EXPECT_EQ(hint->header.phase_id, id);
 	gapctl_close(handle);
 }
 

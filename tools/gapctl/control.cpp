@@ -19,6 +19,7 @@
 #include "gapctl.h"
 #include "units.hpp"
 #include "unique_fd.hpp"
+#include "unix_address.hpp"
 
 namespace gp {
 namespace {
@@ -218,12 +219,10 @@ Expected<std::string> query_daemon(const std::string &path)
 	UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
 	if (!fd)
 		return make_error(errno, std::strerror(errno));
-	sockaddr_un addr{};
-	addr.sun_family = AF_UNIX;
-	if (path.size() >= sizeof(addr.sun_path))
-		return make_error(ENAMETOOLONG, path + ": too long");
-	std::strcpy(addr.sun_path, path.c_str());
-	if (::connect(fd.get(), reinterpret_cast<sockaddr *>(&addr), sizeof(addr)) < 0)
+	auto addr = make_unix_address(path);
+	if (!addr)
+		return make_error(ENAMETOOLONG, path + ": not a valid Unix socket path");
+	if (::connect(fd.get(), addr->get(), addr->len) < 0)
 		return make_error(errno, path + ": " + std::strerror(errno) + " (is gappaced running?)");
 	if (::send(fd.get(), "show\n", 5, MSG_NOSIGNAL) != 5)
 		return make_error(errno, std::string("send: ") + std::strerror(errno));

@@ -429,7 +429,10 @@ void Daemon::begin_phase(hint::Hint h, bool from_kernel, Clock::time_point recei
 		auto held = inodes.empty() ? Expected<std::vector<stock::ProcessSocket>>(std::vector<stock::ProcessSocket>{})
 					   : stock::process_sockets(static_cast<pid_t>(r.sender.pid), inodes);
 		if (!held) {
-			r.errors.push_back("sockets of pid " + std::to_string(r.sender.pid) + ": " + held.error().message);
+			// A sender that exited before we got to its hint (MPI_Finalize right after the
+			// last collective) has nothing left to change: not an error.
+			if (held.error().err != ESRCH)
+				r.errors.push_back("sockets of pid " + std::to_string(r.sender.pid) + ": " + held.error().message);
 		} else {
 			std::map<uint64_t, int> fd_of;
 			for (const auto &p : *held)

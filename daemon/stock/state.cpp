@@ -321,21 +321,15 @@ Expected<void> write_state_file(const std::string &path, const StockState &state
 		unlink(temporary.c_str());
 		return written;
 	}
-	if (fsync(fd.get()) < 0) {
-		const int err = errno;
-		unlink(temporary.c_str());
-		return system_error(err, "cannot fsync " + temporary);
-	}
+	// No fsync: the file protects against a *daemon* crash, which rename() alone survives.
+	// After a power loss there is nothing to undo (routes and sockets are gone too), and an
+	// fsync per change costs tens of milliseconds on a busy disk, on the phase's critical path.
 	fd.reset();
 	if (rename(temporary.c_str(), path.c_str()) < 0) {
 		const int err = errno;
 		unlink(temporary.c_str());
 		return system_error(err, "cannot rename " + temporary + " to " + path);
 	}
-	// The rename itself must survive a power loss too (no-op on /run's tmpfs).
-	UniqueFd directory(::open(directory_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-	if (directory)
-		fsync(directory.get());
 	return {};
 }
 

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# The whole control-plane chain with a real MPI job, on this host's kernel (stock backend):
+# a 2+2 namespace cluster with a 200mbit/40-packet bottleneck; gappaced in every host; the
+# collectives program launched one rank per host with the PMPI shim preloaded. Asserts:
+#   * every host's daemon received alltoall and bcast phases of the job with the right kind,
+#     bytes per peer, communicator size and TCP tuples of the rank's own connections;
+#   * the per-peer settings were live during phases (sampled: `ip route show proto 167` with
+#     rto_min lock 5ms, and `ss -ti` of the rank's sockets with a pacing cap);
+#   * nothing is left afterwards (no proto 167 route, unlimited pacing, empty state files).
+#
+# usage: mpi_control.sh BUILD_DIR [openmpi|mpich ...]     (root; bounded; cleans up)
+set -euo pipefail
+BUILD=$(cd "${1:?usage: mpi_control.sh BUILD_DIR [openmpi|mpich]}" && pwd)
+shift
+FLAVOURS=("${@:-openmpi}")
+HERE=$(cd "$(dirname "$0")" && pwd)
+[[ $(id -u) -eq 0 ]] || { echo "SKIP: needs root"; exit 77; }
+# shellcheck source=lib.sh
+source "$HERE/lib.sh"
+
+TMP=$(mktemp -d /tmp/gappace-mpi.XXXXXX)
+TAG=$RANDOM$RANDOM
+DAEMONS=() SAMPLER=""
+FAILS=0
+finish() {
+	set +e
+	[[ -n $SAMPLER ]] && kill "$SAMPLER" 2>/dev/null
+	for p in "${DAEMONS[@]}"; do kill -TERM "$p" 2>/dev/null; done
+	sleep 0.3
+	for p in "${DAEMONS[@]}"; do kill -KILL "$p" 2>/dev/null; done
+	rm -rf "$TMP"
+}
+trap finish EXIT
+ok() { echo "ok   $*"; }
+jqt() { jq -e "$2" "$1" >/dev/null; } # FILE FILTER: true if the filter holds
+fail() { echo "FAIL $*"; FAILS=$((FAILS + 1)); }
+check() { local what=$1; shift; if "$@"; then ok "$what"; else fail "$what"; fi; }
+
+gp_cluster_up "$TMP/cluster.state" --left 2 --right 2 --rate 200mbit --queue 40
+echo "cluster: ${GPC_HOSTS[*]} (${GPC_HOST_ADDR[*]}), cc $GPC_CC"
+left=() right=()
+for i in "${!GPC_HOSTS[@]}"; do
+	if [[ ${GPC_HOST_SIDE[$i]} == left ]]; then left+=("\"${GPC_HOST_ADDR[$i]}/32\""); else right+=("\"${GPC_HOST_ADDR[$i]}/32\""); fi
+done
+# One daemon per namespace host. The sockets are abstract (@name): the same GAPPACE_HINTS_SOCK
+# in every rank reaches the daemon of the rank's own namespace.
+export GAPPACE_HINTS_SOCK=@gappace-hints-$TAG GAPPACE_CONTROL_SOCK=@gappace-ctl-$TAG
+for i in "${!GPC_HOSTS[@]}"; do
+	h=${GPC_HOSTS[$i]}
+	mkdir -p "$TMP/$h"
+	cat >"$TMP/$h/gappaced.toml" <<CONF
+[daemon]
+backend = "stock"
+hints_socket = "$GAPPACE_HINTS_SOCK"
+control_socket = "$GAPPACE_CONTROL_SOCK"
+state_file = "$TMP/$h/state.json"
+phase_timeout = "30s"
+[rto]
+floor = "5ms"
+[[bottleneck]]
+name = "left"
+capacity = "$GPC_RATE"
+queue_packets = $GPC_QUEUE
+prefixes = [$(IFS=,; echo "${left[*]}")]
+[[bottleneck]]
+name = "right"
+capacity = "$GPC_RATE"
+queue_packets = $GPC_QUEUE
+prefixes = [$(IFS=,; echo "${right[*]}")]
+CONF
+	ip netns exec "${GPC_HOST_NS[$i]}" "$BUILD/daemon/gappaced" --config "$TMP/$h/gappaced.toml" \
+		2>"$TMP/$h/daemon.log" &
+	DAEMONS+=($!)
+done
+show() { ip netns exec "$1" "$BUILD/tools/gapctl/gapctl" -j daemon show; }
+for i in "${!GPC_HOSTS[@]}"; do
+	for _ in $(seq 50); do show "${GPC_HOST_NS[$i]}" >/dev/null 2>&1 && break; sleep 0.1; done
+	show "${GPC_HOST_NS[$i]}" >/dev/null || { cat "$TMP/${GPC_HOSTS[$i]}/daemon.log"; exit 1; }
+done
+
+h1ns=${GPC_HOST_NS[0]}
+for flavour in "${FLAVOURS[@]}"; do
+	program=$BUILD/tests/mpi/collectives-$flavour
+	shim=$BUILD/libctl/mpi/$flavour/libgapctl-mpi.so
+	[[ -x $program && -f $shim ]] || { echo "SKIP $flavour: $program or $shim not built"; continue; }
+	echo "== $flavour"
+	declare -A before=()
+	for i in "${!GPC_HOSTS[@]}"; do before[$i]=$(show "${GPC_HOST_NS[$i]}" | jq '.counters.phases_ended'); done
+	# Sample host 1 while the job runs: routes and the rank's sockets.
+	(
+		for _ in $(seq 600); do
+			ip -n "$h1ns" route show proto 167 | sed 's/^/route: /'
+			ip netns exec "$h1ns" ss -tinH state established | tr -s ' \t' ' ' | paste - - | sed 's/^/ss: /'
+			sleep 0.05
+		done
+	) >"$TMP/samples.$flavour" 2>/dev/null &
+	SAMPLER=$!
+	size=262144
+	rc=0
+	gp_cluster_mpirun --mpi "$flavour" --timeout 240 --env "LD_PRELOAD=$shim" -- \
+		"$program" --size $size --iters 30 --kinds alltoall,bcast >"$TMP/job.$flavour" 2>&1 || rc=$?
+	kill "$SAMPLER" 2>/dev/null; wait "$SAMPLER" 2>/dev/null || true; SAMPLER=""
+	tail -n 3 "$TMP/job.$flavour"
+	cp "$TMP/${GPC_HOSTS[0]}/daemon.log" /tmp/last-h1-daemon.log 2>/dev/null || true
+	check "$flavour job finished with verified data" test "$rc" -eq 0
+	for i in "${!GPC_HOSTS[@]}"; do
+		ns=${GPC_HOST_NS[$i]} h=${GPC_HOSTS[$i]}
+		show "$ns" >"$TMP/$h/show.$flavour.json"; cp "$TMP/$h/show.$flavour.json" /tmp/last-show-$h.json
+		j="$TMP/$h/show.$flavour.json"
+		check "$h: alltoall phases of $size B/peer, P=4, 3 peers" \
+			jqt "$j" "[.history[] | select(.kind==\"alltoall\" and .bytes_per_peer==$size and .comm_size==4 and (.peers|length)>=3)] | length >= 30"
+		check "$h: bcast phases of $size B, P=4" \
+			jqt "$j" "[.history[] | select(.kind==\"bcast\" and .bytes_per_peer==$size and .comm_size==4)] | length >= 30"
+		check "$h: alltoall peers carried as TCP tuples of the rank's sockets, and matched" \
+			jqt "$j" '[.history[] | select(.kind=="alltoall" and .sockets>=3 and ([.peers[] | select(.local)] | length) >= 3)] | length >= 1'
+		check "$h: alltoall across the bottleneck was paced, RTO floored" \
+			jqt "$j" '[.history[] | select(.kind=="alltoall" and .paced>=1 and .rto>=1)] | length >= 1'
+		check "$h: every phase ended by its END (no timeouts, no errors)" \
+			jqt "$j" '.counters.phases_timed_out==0 and .counters.apply_errors==0 and .counters.phases_active==0'
+		check "$h: nothing left (no route, empty state)" \
+			bash -c "[[ -z \$(ip -n $ns route show proto 167) ]] && jq -e '(.routes|length)==0 and (.pacing|length)==0' $TMP/$h/state.json >/dev/null"
+	done
+	check "during phases: route with rto_min lock 5ms seen on h1" grep -q "route: .*rto_min lock 5ms" "$TMP/samples.$flavour"
+	# ss -n prints "pacing_rate CURRENT/CAP" only while a cap is set.
+	check "during phases: a rank socket with a pacing cap seen on h1" grep -Eq "ss: .*pacing_rate [0-9]+bps/[0-9]+bps" "$TMP/samples.$flavour"
+	jq -c '.history[-1] | {kind, bytes_per_peer, comm_size, peers: (.peers|length), sockets, paced, rto, plan, apply_latency_ns}' \
+		"$TMP/${GPC_HOSTS[0]}/show.$flavour.json"
+done
+for i in "${!GPC_HOSTS[@]}"; do
+	echo "--- ${GPC_HOSTS[$i]} daemon log (last 3 lines)"; tail -n 3 "$TMP/${GPC_HOSTS[$i]}/daemon.log"
+done
+if ((FAILS)); then echo "mpi_control: $FAILS failed"; exit 1; fi
+echo "mpi_control: all passed"

@@ -114,6 +114,7 @@ void write_record(JsonWriter &j, const PhaseRecord &r)
 	j.field("paced", static_cast<uint64_t>(r.paced)).field("rto", static_cast<uint64_t>(r.rto));
 	j.field("carrier", r.carrier).field("began_unix_ms", r.began_unix_ms);
 	j.field("apply_latency_ns", r.apply_latency_ns);
+	j.field("resolve_ns", r.resolve_ns).field("backend_ns", r.backend_ns);
 	if (!r.ended.empty())
 		j.field("ended", r.ended).field("duration_ns", r.header.duration_ns);
 	j.key("errors").begin_array();
@@ -458,6 +459,7 @@ void Daemon::begin_phase(hint::Hint h, bool from_kernel, Clock::time_point recei
 		}
 	}
 	r.sockets = targets.size();
+	const auto resolved = Clock::now();
 
 	std::vector<PlannedPeer> planned(r.peers.size());
 	for (size_t i = 0; i < r.peers.size(); ++i) {
@@ -480,7 +482,11 @@ void Daemon::begin_phase(hint::Hint h, bool from_kernel, Clock::time_point recei
 	r.rate_bps = plan.rate_bps;
 	r.rto_min_us = plan.rto_min_us;
 	ApplyRequest request{static_cast<pid_t>(r.sender.pid), planned, targets, &plan, &config_};
+	const auto planned_at = Clock::now();
 	backend_->apply(request, phase.applied, r.errors);
+	auto ns = [](auto d) { return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count()); };
+	r.resolve_ns = ns(resolved - received);
+	r.backend_ns = ns(Clock::now() - planned_at);
 	r.paced = phase.applied.paced;
 	r.rto = phase.applied.rto;
 	r.apply_latency_ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - received).count());

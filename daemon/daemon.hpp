@@ -62,6 +62,8 @@ struct PhaseRecord {
 	std::string ended;		// "", "end", "timeout", "sender-exit", "shutdown"
 	int64_t began_unix_ms = 0;
 	uint64_t apply_latency_ns = 0;	// hint received -> settings applied
+	uint64_t resolve_ns = 0;	// of that: finding the sender's sockets
+	uint64_t backend_ns = 0;	// of that: the backend applying the plan
 };
 
 struct Options {

@@ -129,6 +129,7 @@ check "route gone after the phase" bash -c "[[ -z \$(ip -n $NSA route show 10.21
 after=$(say pacing)
 check "pacing restored ($orig)" test "$after" = "$orig"
 check "history has the ended phase" bash -c "$GAPCTL -j daemon show | jq -e '.history[-1].ended==\"end\"' >/dev/null"
+echo "hint->applied of that phase: $($GAPCTL -j daemon show | jq -c ".history[-1] | {apply_latency_ns, resolve_ns, backend_ns}")"
 
 # ---- a small phase: the burst fits the queue, so no pacing, but the RTO floor
 phase=$(say begin alltoall 1000 10.213.0.2 | awk '/^phase/{print $2}')

@@ -10,6 +10,7 @@ packages=(
 	googletest libgtest-dev libgmock-dev libbenchmark-dev
 	iproute2 jq python3 python3-yaml
 	openmpi-bin libopenmpi-dev mpich libmpich-dev gfortran
+	ethtool iperf3 iputils-ping
 )
 
 missing=()

@@ -1,0 +1,96 @@
+# shellcheck shell=bash
+# Sourceable helpers for test scripts that use the namespace cluster (bash).
+#
+#   source tests/cluster/lib.sh
+#   gp_cluster_up "$dir/cluster.state" --left 2 --right 2 --rate 200mbit --queue 40
+#   gp_cluster_exec h1 ping -c 1 h3
+#   gp_cluster_stats | jq .l2r.fifo.drops
+#   gp_cluster_mpirun --mpi openmpi -- ./collectives-openmpi --size 64k
+#   (teardown happens on exit, also on errors, Ctrl-C and SIGTERM)
+#
+# After gp_cluster_up the variables of the state file (GPC_HOSTS, GPC_HOST_NS, GPC_HOST_ADDR,
+# GPC_SUBNET, ...) are set in the caller. Several clusters may be up at once; the helpers act on
+# the one brought up last unless GPC_STATE is set to another state file.
+
+GP_CLUSTER_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+GP_CLUSTER_STATES=()
+GP_CLUSTER_PREVIOUS_EXIT_TRAP=""
+GP_CLUSTER_TRAP_SET=0
+
+# gp_cluster_up STATE_FILE [cluster.sh up options]: brings a cluster up and loads its state.
+gp_cluster_up() {
+	local state=${1:?gp_cluster_up: state file path required}
+	shift
+	gp__cluster_install_trap
+	# Registered before `up` runs: a half-built cluster is torn down too.
+	GP_CLUSTER_STATES+=("$state")
+	"$GP_CLUSTER_DIR/cluster.sh" up --state "$state" "$@" || return 1
+	gp_cluster_load "$state"
+}
+
+# gp_cluster_load STATE_FILE: makes an existing cluster the current one (no teardown trap).
+gp_cluster_load() {
+	# shellcheck disable=SC1090
+	source "${1:?gp_cluster_load: state file required}" || return 1
+	GPC_STATE=$1
+}
+
+# gp_cluster_down [STATE_FILE]: tears down one cluster (default: the current one). Idempotent.
+gp_cluster_down() {
+	local state=${1:-${GPC_STATE:-}}
+	[[ -n $state ]] || return 0
+	"$GP_CLUSTER_DIR/cluster.sh" down --state "$state"
+}
+
+gp_cluster_exec() { "$GP_CLUSTER_DIR/cluster.sh" exec --state "${GPC_STATE:?no cluster up}" "$@"; }
+gp_cluster_stats() { "$GP_CLUSTER_DIR/cluster.sh" stats --state "${GPC_STATE:?no cluster up}"; }
+gp_cluster_mpirun() { "$GP_CLUSTER_DIR/mpirun.sh" --state "${GPC_STATE:?no cluster up}" "$@"; }
+
+# gp_cluster_addr HOST: the address of h3 (or 3, or a namespace name).
+gp_cluster_addr() {
+	local i
+	for i in "${!GPC_HOSTS[@]}"; do
+		if [[ $1 == "${GPC_HOSTS[i]}" || $1 == "$((i + 1))" || $1 == "${GPC_HOST_NS[i]}" ]]; then
+			echo "${GPC_HOST_ADDR[i]}"
+			return 0
+		fi
+	done
+	echo "gp_cluster_addr: no host '$1'" >&2
+	return 1
+}
+
+# Pids of every process inside the current cluster's namespaces (hosts and switch).
+gp_cluster_pids() {
+	local ns
+	for ns in "${GPC_HOST_NS[@]}" "$GPC_SWITCH_NS"; do
+		[[ -e /run/netns/$ns ]] && ip netns pids "$ns"
+	done
+	return 0
+}
+
+gp__cluster_cleanup() {
+	local rc=$? state
+	trap - INT TERM
+	for state in "${GP_CLUSTER_STATES[@]}"; do
+		"$GP_CLUSTER_DIR/cluster.sh" down --state "$state" >/dev/null 2>&1 ||
+			echo "lib.sh: teardown of $state failed" >&2
+	done
+	GP_CLUSTER_STATES=()
+	if [[ -n $GP_CLUSTER_PREVIOUS_EXIT_TRAP ]]; then
+		eval "$GP_CLUSTER_PREVIOUS_EXIT_TRAP"
+	fi
+	return "$rc"
+}
+
+gp__cluster_install_trap() {
+	((GP_CLUSTER_TRAP_SET)) && return 0
+	# Keep a trap the caller already had: run it after the teardown.
+	local previous
+	previous=$(trap -p EXIT)
+	previous=${previous#trap -- \'}
+	GP_CLUSTER_PREVIOUS_EXIT_TRAP=${previous%\' EXIT}
+	trap gp__cluster_cleanup EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	GP_CLUSTER_TRAP_SET=1
+}

@@ -129,7 +129,7 @@ Expected<Config> parse_config(const std::string &text, const std::string &source
 
 	if (const toml::table *t = section(check, root, "daemon")) {
 		check.only_keys(*t, "daemon", {"backend", "hints_socket", "control_socket", "state_file", "phase_timeout",
-					       "max_phases", "history"});
+					       "max_phases", "history", "linger"});
 		if (auto v = check.get<std::string>(*t, "daemon", "backend", "a string")) {
 			if (*v == "auto")
 				config.backend = BackendChoice::Auto;
@@ -159,6 +159,8 @@ Expected<Config> parse_config(const std::string &text, const std::string &source
 		if (auto v = check.ranged(*t, "daemon", "phase_timeout", parse_time_us, "10s", 1000, 3600ULL * 1000000,
 					  "1ms .. 1h"))
 			config.phase_timeout_ms = static_cast<uint32_t>((*v + 999) / 1000);
+		if (auto v = check.ranged(*t, "daemon", "linger", parse_time_us, "50ms", 0, 10ULL * 1000000, "0 .. 10s"))
+			config.linger_ms = static_cast<uint32_t>((*v + 999) / 1000);
 		if (auto v = check.ranged(*t, "daemon", "max_phases", parse_count, "4096", 1, 1 << 20, "1 .. 1048576"))
 			config.max_phases = static_cast<uint32_t>(*v);
 		if (auto v = check.ranged(*t, "daemon", "history", parse_count, "256", 0, 65536, "0 .. 65536"))

@@ -41,6 +41,9 @@ struct Config {
 	uint32_t phase_timeout_ms = 10000;	// a phase without END is reverted after this
 	uint32_t max_phases = 4096;		// concurrent phases; more are dropped and counted
 	uint32_t history = 256;			// ended phases kept for `gapctl daemon show`
+	// Settings outlive their phase's END by this long (plus up to one 100 ms tick), so that
+	// back-to-back collectives of one process reuse them instead of reverting and reapplying.
+	uint32_t linger_ms = 50;
 
 	bool pacing = true;
 	bool rto = true;

@@ -418,6 +418,15 @@ void Daemon::begin_phase(hint::Hint h, bool from_kernel, Clock::time_point recei
 	// The sender's own sockets towards the peers: its uid's established connections that
 	// its fd table holds. Nothing else is ever touched.
 	std::vector<TargetSocket> targets;
+	// Back-to-back collectives name the same peers: reuse the resolution for a second. A
+	// socket closed meanwhile only makes the backend's change fail (pidfd_getfd checks the
+	// inode; an RTO override by tuple finds no socket).
+	auto cached = resolved_.find(r.sender.pid);
+	if (cached != resolved_.end() && cached->second.uid == r.sender.uid && cached->second.peers == r.peers &&
+	    received < cached->second.until) {
+		targets = cached->second.targets;
+		++counters_.resolutions_cached;
+	} else {
 	stock::SocketFilter filter;
 	filter.uid = r.sender.uid;
 	auto sockets = stock::list_established_tcp(filter);
@@ -457,6 +466,8 @@ void Daemon::begin_phase(hint::Hint h, bool from_kernel, Clock::time_point recei
 				}
 			}
 		}
+	}
+		resolved_[r.sender.pid] = Resolution{r.sender.uid, r.peers, targets, received + std::chrono::seconds(1)};
 	}
 	r.sockets = targets.size();
 	const auto resolved = Clock::now();
@@ -514,7 +525,11 @@ void Daemon::end_phase(uint64_t pid, uint64_t phase_id, uint64_t duration_ns, co
 	}
 	Phase &phase = it->second;
 	std::vector<std::string> errors;
-	backend_->revert(phase.applied, errors);
+	if (std::strcmp(why, "end") == 0 && config_.linger_ms && (phase.applied.paced || phase.applied.rto))
+		lingering_.push_back({pid, std::move(phase.applied),
+				      Clock::now() + std::chrono::milliseconds(config_.linger_ms)});
+	else
+		backend_->revert(phase.applied, errors);
 	counters_.apply_errors += errors.size();
 	for (const std::string &e : errors) {
 		log(LOG_WARNING, "revert of phase " + std::to_string(phase_id) + ": " + e);
@@ -540,8 +555,28 @@ void Daemon::end_phase(uint64_t pid, uint64_t phase_id, uint64_t duration_ns, co
 	}
 }
 
+void Daemon::release_lingering(std::optional<uint64_t> pid, bool expired_only)
+{
+	const auto now = Clock::now();
+	std::vector<std::string> errors;
+	for (auto it = lingering_.begin(); it != lingering_.end();) {
+		if ((pid && it->pid != *pid) || (expired_only && now < it->until)) {
+			++it;
+			continue;
+		}
+		backend_->revert(it->applied, errors);
+		it = lingering_.erase(it);
+	}
+	counters_.apply_errors += errors.size();
+	for (const std::string &e : errors) {
+		log(LOG_WARNING, "revert: " + e);
+		recent_errors_.push_back(e);
+	}
+}
+
 void Daemon::revert_everything(const char *why)
 {
+	release_lingering(std::nullopt, false);
 	std::vector<std::pair<uint64_t, uint64_t>> keys;
 	for (const auto &[key, phase] : phases_)
 		keys.push_back(key);
@@ -611,6 +646,8 @@ void Daemon::on_tick()
 	}
 	for (const auto &[pid, id, why] : expired)
 		end_phase(pid, id, 0, why);
+	release_lingering(std::nullopt, true);
+	std::erase_if(resolved_, [&](const auto &entry) { return entry.second.until <= now; });
 }
 
 void Daemon::on_accept_control()
@@ -686,7 +723,9 @@ std::string Daemon::show_json() const
 	j.field("phases_timed_out", c.phases_timed_out).field("phases_sender_gone", c.phases_sender_gone);
 	j.field("unknown_ends", c.unknown_ends).field("apply_errors", c.apply_errors);
 	j.field("config_reloads", c.config_reloads).field("config_errors", c.config_errors);
+	j.field("resolutions_cached", c.resolutions_cached);
 	j.field("phases_active", static_cast<uint64_t>(phases_.size()));
+	j.field("phases_lingering", static_cast<uint64_t>(lingering_.size()));
 	j.end_object();
 	j.key("phases").begin_array();
 	for (const auto &[key, phase] : phases_)

@@ -46,6 +46,7 @@ struct Counters {
 	uint64_t apply_errors = 0;
 	uint64_t config_reloads = 0;
 	uint64_t config_errors = 0;
+	uint64_t resolutions_cached = 0;	// phases that reused their sender's socket lookup
 };
 
 struct PhaseRecord {
@@ -114,6 +115,20 @@ private:
 	std::map<int, std::pair<UniqueFd, hint::Sender>> hint_clients_;	// fd -> (socket, SO_PEERCRED)
 	std::map<int, UniqueFd> control_clients_;
 	std::map<std::pair<uint64_t, uint64_t>, Phase> phases_;		// (pid, phase id)
+	struct Lingering {
+		uint64_t pid;
+		Applied applied;
+		std::chrono::steady_clock::time_point until;
+	};
+	std::vector<Lingering> lingering_;
+	struct Resolution {
+		uint32_t uid;
+		std::vector<hint::Peer> peers;
+		std::vector<TargetSocket> targets;
+		std::chrono::steady_clock::time_point until;
+	};
+	std::map<uint64_t, Resolution> resolved_;	// by sender pid	// ended phases whose settings are kept a little longer
+	void release_lingering(std::optional<uint64_t> pid, bool expired_only);
 	std::deque<PhaseRecord> history_;
 	Counters counters_;
 	std::deque<std::string> recent_errors_;

@@ -76,6 +76,12 @@ public:
 				RtoTarget target{t.socket.local, t.socket.remote};
 				const std::string key = "rto " + format_endpoint(t.socket.local) + " " + format_endpoint(t.socket.remote);
 				SharedRto &rto = rtos_[key];
+				if (rto.holders && rto.rto_min_us == r.plan->rto_min_us) { // held already
+					++rto.holders;
+					applied.keys.push_back(key);
+					++applied.rto;
+					continue;
+				}
 				RtoSettings settings;
 				settings.rto_min_us = r.plan->rto_min_us;
 				settings.delack_max_us = r.config->delack_max_us;

@@ -40,6 +40,12 @@ public:
 			SharedPacing &p = pacing_held_[key];
 			// Overlapping phases on one socket: the slowest cap wins while both run.
 			const uint64_t next = p.holders ? std::min(p.rate_bps, rate) : rate;
+			if (p.holders && next == p.rate_bps) { // held already at this rate: no syscalls
+				++p.holders;
+				applied.keys.push_back(key);
+				++applied.paced;
+				continue;
+			}
 			if (auto done = pacing_.apply(r.pid, t.socket.inode, next); !done) {
 				errors.push_back("pace " + format_endpoint(t.socket.local) + "->" + format_endpoint(t.socket.remote) +
 						 ": " + done.error().message);

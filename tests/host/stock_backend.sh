@@ -131,6 +131,12 @@ check "pacing restored ($orig)" test "$after" = "$orig"
 check "history has the ended phase" bash -c "$GAPCTL -j daemon show | jq -e '.history[-1].ended==\"end\"' >/dev/null"
 echo "hint->applied of that phase: $($GAPCTL -j daemon show | jq -c ".history[-1] | {apply_latency_ns, resolve_ns, backend_ns}")"
 
+# ---- gapctl hint: a manual hint reaches the daemon (gapctl holds no sockets: nothing applied)
+check "gapctl hint delivers begin+end" inA "$GAPCTL" hint alltoall --peers 10.213.0.2 --size 64k --hold 10ms
+check "gapctl hint recorded" bash -c "$GAPCTL -j daemon show | jq -e '.history[-1] | .kind==\"alltoall\" and .bytes_per_peer==65536 and .sockets==0' >/dev/null"
+out=$("$GAPCTL" hint alltoal --peers 10.213.0.2 --size 1 2>&1) && rc=0 || rc=$?
+check "gapctl hint: unknown kind is a usage error ($rc)" bash -c "[[ $rc -eq 2 && '$out' == *'unknown kind'* ]]"
+
 # ---- a small phase: the burst fits the queue, so no pacing, but the RTO floor
 phase=$(say begin alltoall 1000 10.213.0.2 | awk '/^phase/{print $2}')
 sleep 0.3

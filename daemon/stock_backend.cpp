@@ -46,7 +46,7 @@ public:
 				++applied.paced;
 				continue;
 			}
-			if (auto done = pacing_.apply(r.pid, t.socket.inode, next); !done) {
+			if (auto done = pacing_.apply(r.pid, t.socket.inode, next, t.fd_in_process); !done) {
 				errors.push_back("pace " + format_endpoint(t.socket.local) + "->" + format_endpoint(t.socket.remote) +
 						 ": " + done.error().message);
 				if (!p.holders)

@@ -170,7 +170,7 @@ Expected<uint64_t> pacing_bytes_per_second(uint64_t bits_per_second)
 	return bits_per_second / 8;
 }
 
-Expected<void> PacingActuator::apply(pid_t pid, uint64_t inode, uint64_t bits_per_second)
+Expected<void> PacingActuator::apply(pid_t pid, uint64_t inode, uint64_t bits_per_second, int fd_hint)
 {
 	auto bytes_per_second = pacing_bytes_per_second(bits_per_second);
 	if (!bytes_per_second)
@@ -179,7 +179,7 @@ Expected<void> PacingActuator::apply(pid_t pid, uint64_t inode, uint64_t bits_pe
 	if (!start_time)
 		return start_time.error();
 	const PacingRecord *existing = store_.find_pacing(pid, *start_time, inode);
-	auto borrowed = duplicate_process_socket(pid, inode, *start_time, existing ? existing->fd : -1);
+	auto borrowed = duplicate_process_socket(pid, inode, *start_time, existing ? existing->fd : fd_hint);
 	if (!borrowed)
 		return borrowed.error();
 

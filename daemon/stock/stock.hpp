@@ -185,7 +185,9 @@ public:
 	// Caps socket `inode` of process `pid` at `bits_per_second`. The first apply to a socket
 	// records its current SO_MAX_PACING_RATE as the original; applying again only changes
 	// the cap.
-	Expected<void> apply(pid_t pid, uint64_t inode, uint64_t bits_per_second);
+	// `fd_hint`: the fd the process holds it under, if the caller knows (saves a scan of
+	// /proc/PID/fd; checked like any other candidate).
+	Expected<void> apply(pid_t pid, uint64_t inode, uint64_t bits_per_second, int fd_hint = -1);
 	// Puts the original rate back. A socket or process that is gone counts as reverted.
 	// ENOENT if we never applied anything to that socket.
 	Expected<void> revert(pid_t pid, uint64_t inode);

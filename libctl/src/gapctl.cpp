@@ -49,6 +49,7 @@ constexpr size_t kRingSlots = 256;		// hints in flight per handle before drops
 constexpr size_t kSlotReserve = 4096;		// covers ~45 tuple peers without reallocating
 constexpr auto kReconnectInterval = std::chrono::seconds(1);
 constexpr auto kCloseFlushLimit = std::chrono::milliseconds(100);
+constexpr int kSlowDaemonWaitMs = 20;	// per hint, in the sender thread only
 
 // Bumped in the child after fork(): handles opened before it are dead there (no thread).
 std::atomic<uint64_t> g_fork_generation{0};
@@ -183,6 +184,7 @@ struct gapctl {
 
 	Carrier carrier;			// used by the thread only (or under lock without one)
 	Clock::time_point last_connect{};
+	bool congested = false;			// the daemon did not read within kSlowDaemonWaitMs
 	std::string last_error;
 
 	std::atomic<uint64_t> queued{0}, sent{0}, dropped{0}, rejected{0}, carrier_errors{0};
@@ -208,7 +210,18 @@ struct gapctl {
 		// Encoded without knowing the carrier: the kernel needs the family id, the socket 0.
 		reinterpret_cast<nlmsghdr *>(slot.bytes.data())->nlmsg_type = carrier.family_id();
 		int err = carrier.send(slot.bytes.data(), slot.len);
+		if (err == EAGAIN && threaded() && carrier.kind() == GAPCTL_CARRIER_SOCKET && !congested) {
+			// A slow daemon: this is the sender thread, not the caller, so wait a little
+			// (bounded) rather than drop; a lost END would leave a phase's settings applied
+			// until the daemon's phase timeout. A daemon that stays stuck is not waited
+			// for again until it reads.
+			pollfd out{carrier.poll_fd(), POLLOUT, 0};
+			if (::poll(&out, 1, kSlowDaemonWaitMs) == 1 && (out.revents & POLLOUT))
+				err = carrier.send(slot.bytes.data(), slot.len);
+			congested = err == EAGAIN;
+		}
 		if (err == 0) {
+			congested = false;
 			sent.fetch_add(1, std::memory_order_relaxed);
 			return;
 		}
@@ -252,6 +265,13 @@ struct gapctl {
 			if (idle) {
 				int timeout = carrier.kind() == GAPCTL_CARRIER_NONE ? 1000 : 5000;
 				::poll(fds, fds[1].fd >= 0 ? 2 : 1, timeout);
+				// The daemon closed its end (restart, stop): POLLHUP would wake us
+				// forever. Drop the carrier; the reconnect path takes it from here.
+				if (fds[1].fd >= 0 && (fds[1].revents & (POLLHUP | POLLERR)) &&
+				    carrier.kind() == GAPCTL_CARRIER_SOCKET) {
+					carrier.reset();
+					carrier_kind.store(GAPCTL_CARRIER_NONE, std::memory_order_relaxed);
+				}
 			}
 			sleeping.store(false);
 			uint64_t ignored;

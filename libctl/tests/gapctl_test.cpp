@@ -14,6 +14,8 @@
 
 #include <cstddef>
 #include <cstdlib>
+#include <ctime>
+#include <memory>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -354,6 +356,32 @@ TEST(Library, AbstractSocketCarrier)
 	auto hint = gp::hint::decode(reinterpret_cast<const nlmsghdr *>(buf.data()), gp::hint::SenderStamp::Forbidden);
 	ASSERT_TRUE(hint) << hint.error().message;
 	EXPECT_EQ(hint->header.phase_id, id);
+	gapctl_close(handle);
+}
+
+} // namespace
+
+namespace {
+
+// A daemon that goes away (restart) must not make the sender thread spin on POLLHUP.
+TEST(Library, DaemonGoneCostsNoCpu)
+{
+	auto daemon = std::make_unique<FakeDaemon>();
+	gapctl_t *handle = nullptr;
+	ASSERT_EQ(gapctl_open(&handle, GAPCTL_OPEN_NO_KERNEL), 0);
+	ASSERT_TRUE(daemon->accept_client());
+	std::vector<gapctl_peer> peers = {v4_peer("10.0.0.2", 1)};
+	auto phase = alltoall(peers, 64);
+	uint64_t id;
+	ASSERT_EQ(gapctl_phase_begin(handle, &phase, &id), 0);
+	ASSERT_EQ(gapctl_flush(handle, 1000), 0);
+	daemon.reset(); // closes the connection and the listener
+	timespec cpu0{}, cpu1{};
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu0);
+	usleep(500000);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu1);
+	const double used = (cpu1.tv_sec - cpu0.tv_sec) + (cpu1.tv_nsec - cpu0.tv_nsec) / 1e9;
+	EXPECT_LT(used, 0.1) << "the sender thread spun for " << used << " s of CPU in 0.5 s";
 	gapctl_close(handle);
 }
 

@@ -41,6 +41,9 @@ check-vm: userspace
 
 bench: userspace
 	$(BUILD)/tools/bench/pace_bench
+	$(BUILD)/tools/bench/hint_bench
+	@# hint_latency exits 77 (and says why) without root or network namespaces.
+	$(BUILD)/tools/bench/hint_latency; rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 77 ] || exit $$rc
 
 demo: userspace
 	bash tests/vm/demo.sh --build $(abspath $(BUILD))

@@ -19,7 +19,7 @@ rate_bits=200000000
 queue=40
 # TCP payload per wire byte at MTU 1500 with timestamps: 1448 of the 1514 bytes tbf counts.
 goodput_max=$((rate_bits * 1448 / 1514))
-bps_max=$((goodput_max * 102 / 100)) # measurement slack
+bps_max=$((goodput_max * 105 / 100)) # measurement slack: iperf3 counts at interval edges, and the machine is shared
 
 # 77: skipped (ctest SKIP_RETURN_CODE), when this machine cannot run it at all.
 [[ $(id -u) == 0 ]] || { echo "selftest: skipped, needs root (network namespaces)" >&2; exit 77; }
@@ -124,7 +124,7 @@ for attempt in 1 2 3; do
 	fi
 	between "$(awk -v g=$goodput_max 'BEGIN { print 0.70 * g }')" "$single_bps" "$bps_max" && break
 done
-check "one flow never exceeds 102% of the $((goodput_max / 1000000)) Mbit/s goodput of $rate${over:+ (got$over)}" \
+check "one flow never exceeds 105% of the $((goodput_max / 1000000)) Mbit/s goodput of $rate${over:+ (got$over)}" \
 	test -z "$over"
 check "one flow reaches 70% of it: best of $attempt runs $((single_bps / 1000000)) Mbit/s" \
 	between "$(awk -v g=$goodput_max 'BEGIN { print 0.70 * g }')" "$single_bps" "$bps_max"
@@ -142,7 +142,7 @@ wait "${server_pids[@]}" || true
 incast_drops=$(($(gp_cluster_stats | jq '.l2r.fifo.drops') - drops_before))
 incast_bps=$(jq -s 'map(.end.sum_received.bits_per_second) | add | floor' "$work/incast1.json" "$work/incast2.json")
 check "4 flows into h3 overflow the bottleneck FIFO ($incast_drops drops)" test "$incast_drops" -gt 0
-check "4 flows together stay within the rate: $((incast_bps / 1000000)) Mbit/s <= 102% of goodput" \
+check "4 flows together stay within the rate: $((incast_bps / 1000000)) Mbit/s <= 105% of goodput" \
 	between 0 "$incast_bps" "$bps_max"
 retransmits=$(jq -s 'map(.end.sum_sent.retransmits) | add' "$work/incast1.json" "$work/incast2.json")
 

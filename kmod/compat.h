@@ -24,4 +24,25 @@
 #define gp_dump_attrs(cb) (genl_dumpit_info(cb)->attrs)
 #endif
 
+/*
+ * Who may subscribe to the "hints" group. Hints carry other users' pids, uids
+ * and communication plans, so only CAP_NET_ADMIN over the network namespace
+ * may listen. genl_bind() checks a group's GENL_MCAST_CAP_NET_ADMIN since
+ * upstream 6.7, and the stable series got it too (Debian's 6.1.0-56 and 6.12
+ * both have it): bind() or NETLINK_ADD_MEMBERSHIP by a task without the
+ * capability over the netns's user namespace fails with EPERM. The macro is
+ * the test, not the version: it came with the check. Kernels without it let
+ * anyone join any generic netlink group, and nothing a module can hook
+ * refuses a subscription there: the family's bind callback (6.8+) cannot
+ * veto, and netlink_broadcast_filtered() is not exported on 6.1. On those the
+ * module offers no "hints" group and refuses GAPPACE_CMD_HINT with
+ * EOPNOTSUPP, so that libgapctl uses gappaced's Unix socket, which stamps
+ * senders from SO_PEERCRED.
+ */
+#ifdef GENL_MCAST_CAP_NET_ADMIN
+#define GP_HAVE_PRIVATE_MCGRP 1
+#else
+#define GP_HAVE_PRIVATE_MCGRP 0
+#endif
+
 #endif /* GAPPACE_COMPAT_H */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * netlink.c - the `gappace` generic netlink family: flow rules and statistics.
+ * netlink.c - the `gappace` generic netlink family: flow rules, statistics,
+ * RTO overrides and collective-phase hints.
  *
  * The family is specified in Documentation/netlink/gappace.yaml; the uapi
  * header kmod/uapi/linux/gappace.h is the contract. Requests are validated
@@ -10,10 +11,17 @@
  * semantics of GENL_UNS_ADMIN_PERM, checked in the handlers because the genl
  * core refuses such requests without any extack text. Handlers run under RTNL,
  * which keeps the device and its root qdisc alive while we look at them.
+ *
+ * Hints are the exception: any process may send one. The kernel only checks
+ * it, stamps who sent it and passes it on to the "hints" multicast group of
+ * the sender's netns, which only CAP_NET_ADMIN may join (see compat.h).
  */
+#include <linux/cred.h>
 #include <linux/netdevice.h>
 #include <linux/rtnetlink.h>
+#include <linux/sched.h>
 #include <linux/slab.h>
+#include <linux/stringify.h>
 #include <net/genetlink.h>
 #include <net/ipv6.h>
 #include <net/tcp.h>
@@ -62,10 +70,43 @@ static const struct nla_policy gp_rto_policy[GAPPACE_A_RTO_MAX + 1] = {
 	[GAPPACE_A_RTO_COUNT]			= GP_REPLY_ONLY,
 };
 
+static const struct nla_policy gp_peer_policy[GAPPACE_A_PEER_MAX + 1] = {
+	[GAPPACE_A_PEER_DADDR_IPV4]	= NLA_POLICY_EXACT_LEN(sizeof(__be32)),
+	[GAPPACE_A_PEER_DADDR_IPV6]	= NLA_POLICY_EXACT_LEN(sizeof(struct in6_addr)),
+	[GAPPACE_A_PEER_SADDR_IPV4]	= NLA_POLICY_EXACT_LEN(sizeof(__be32)),
+	[GAPPACE_A_PEER_SADDR_IPV6]	= NLA_POLICY_EXACT_LEN(sizeof(struct in6_addr)),
+	[GAPPACE_A_PEER_SPORT]		= { .type = NLA_BE16 },
+	[GAPPACE_A_PEER_DPORT]		= { .type = NLA_BE16 },
+	[GAPPACE_A_PEER_RANK]		= { .type = NLA_U32 },
+};
+
+/* A listener trusts the stamps because nobody but the kernel writes them. */
+#define GP_STAMPED { .type = NLA_REJECT, .reject_message = "the sender is set by the kernel" }
+
+static const struct nla_policy gp_hint_policy[GAPPACE_A_HINT_MAX + 1] = {
+	[GAPPACE_A_HINT_EVENT]		= NLA_POLICY_RANGE(NLA_U32, GAPPACE_HINT_EVENT_BEGIN,
+							   GAPPACE_HINT_EVENT_END),
+	[GAPPACE_A_HINT_PHASE_ID]	= { .type = NLA_U64 },
+	[GAPPACE_A_HINT_KIND]		= NLA_POLICY_RANGE(NLA_U32, GAPPACE_HINT_KIND_ALLTOALL,
+							   GAPPACE_HINT_KIND_MAX),
+	[GAPPACE_A_HINT_ALGORITHM]	= NLA_POLICY_MAX(NLA_U32, GAPPACE_HINT_ALGORITHM_MAX),
+	[GAPPACE_A_HINT_FLAGS]		= NLA_POLICY_MASK(NLA_U32, GAPPACE_HINT_F_ALL),
+	[GAPPACE_A_HINT_BYTES_PER_PEER]	= { .type = NLA_U64 },
+	[GAPPACE_A_HINT_COMM_SIZE]	= { .type = NLA_U32 },
+	[GAPPACE_A_HINT_RANK]		= { .type = NLA_U32 },
+	[GAPPACE_A_HINT_REPETITIONS]	= { .type = NLA_U32 },
+	[GAPPACE_A_HINT_DURATION_NS]	= { .type = NLA_U64 },
+	[GAPPACE_A_HINT_PEER]		= NLA_POLICY_NESTED(gp_peer_policy),
+	[GAPPACE_A_HINT_SENDER_PID]	= GP_STAMPED,
+	[GAPPACE_A_HINT_SENDER_UID]	= GP_STAMPED,
+	[GAPPACE_A_HINT_SENDER_NETNS]	= GP_STAMPED,
+};
+
 static const struct nla_policy gp_policy[GAPPACE_A_MAX + 1] = {
 	[GAPPACE_A_IFINDEX]	= NLA_POLICY_MIN(NLA_U32, 1),
 	[GAPPACE_A_RULE]	= NLA_POLICY_NESTED(gp_rule_policy),
 	[GAPPACE_A_RTO]		= NLA_POLICY_NESTED(gp_rto_policy),
+	[GAPPACE_A_HINT]	= NLA_POLICY_NESTED(gp_hint_policy),
 	[GAPPACE_A_QDISC]	= { .type = NLA_REJECT,
 				    .reject_message = "qdisc settings are changed through tc (gapctl qdisc change)" },
 };
@@ -665,6 +706,197 @@ out:
 	return skb->len;
 }
 
+/* ------------------------------------------------------------------ hints */
+
+enum gp_mcgrp {
+	GP_MCGRP_HINTS,
+};
+
+#if GP_HAVE_PRIVATE_MCGRP
+static const struct genl_multicast_group gp_mcgrps[] = {
+	[GP_MCGRP_HINTS] = { .name = GAPPACE_MCGRP_HINTS, .flags = GENL_MCAST_CAP_NET_ADMIN },
+};
+#endif
+
+/* What the kernel adds to the sender's nest: three u32 attributes. */
+#define GP_HINT_STAMP_SIZE	(3 * nla_total_size(sizeof(u32)))
+/* The stamped nest must still fit the 16-bit length of an attribute. */
+#define GP_HINT_PAYLOAD_MAX	(U16_MAX - NLA_HDRLEN - GP_HINT_STAMP_SIZE)
+
+/* A peer is a host (DADDR only: every connection to it) or one connection
+ * (the whole tuple); a partial tuple names nothing, so it is refused. */
+static int gp_hint_check_peer(const struct nlattr *peer, struct netlink_ext_ack *extack)
+{
+	struct nlattr *pb[GAPPACE_A_PEER_MAX + 1], *saddr, *other_saddr;
+	int err;
+
+	err = nla_parse_nested(pb, GAPPACE_A_PEER_MAX, peer, gp_peer_policy, extack);
+	if (err)
+		return err;
+	if (pb[GAPPACE_A_PEER_DADDR_IPV4] && pb[GAPPACE_A_PEER_DADDR_IPV6]) {
+		NL_SET_ERR_MSG_ATTR(extack, pb[GAPPACE_A_PEER_DADDR_IPV6],
+				    "give a peer one address, not two");
+		return -EINVAL;
+	}
+	if (pb[GAPPACE_A_PEER_DADDR_IPV4]) {
+		saddr = pb[GAPPACE_A_PEER_SADDR_IPV4];
+		other_saddr = pb[GAPPACE_A_PEER_SADDR_IPV6];
+	} else if (pb[GAPPACE_A_PEER_DADDR_IPV6]) {
+		saddr = pb[GAPPACE_A_PEER_SADDR_IPV6];
+		other_saddr = pb[GAPPACE_A_PEER_SADDR_IPV4];
+	} else {
+		NL_SET_ERR_ATTR_MISS(extack, peer, GAPPACE_A_PEER_DADDR_IPV4);
+		NL_SET_ERR_MSG_ATTR(extack, peer, "a peer needs an address (daddr-ipv4 or daddr-ipv6)");
+		return -EINVAL;
+	}
+	if (other_saddr) {
+		NL_SET_ERR_MSG_ATTR(extack, other_saddr,
+				    "local and peer address of a peer are of different families");
+		return -EINVAL;
+	}
+	if (!saddr && !pb[GAPPACE_A_PEER_SPORT] && !pb[GAPPACE_A_PEER_DPORT])
+		return 0;	/* a host */
+	if (!saddr || !pb[GAPPACE_A_PEER_SPORT] || !pb[GAPPACE_A_PEER_DPORT]) {
+		NL_SET_ERR_MSG_ATTR(extack, peer,
+				    "a connection needs saddr, sport, daddr and dport (or only daddr for every connection to the peer)");
+		return -EINVAL;
+	}
+	if (!nla_get_be16(pb[GAPPACE_A_PEER_SPORT]) || !nla_get_be16(pb[GAPPACE_A_PEER_DPORT])) {
+		NL_SET_ERR_MSG_ATTR(extack, nla_get_be16(pb[GAPPACE_A_PEER_SPORT]) ?
+					    pb[GAPPACE_A_PEER_DPORT] : pb[GAPPACE_A_PEER_SPORT],
+				    "port 0 is no connection's port");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The policies have checked every attribute; what is left is what they cannot
+ * say: which attributes a hint needs, the shape of each peer, their number. */
+static int gp_hint_check(struct nlattr *nest, struct netlink_ext_ack *extack)
+{
+	struct nlattr *hb[GAPPACE_A_HINT_MAX + 1], *attr;
+	unsigned int peers = 0;
+	int rem, err;
+
+	err = nla_parse_nested(hb, GAPPACE_A_HINT_MAX, nest, gp_hint_policy, extack);
+	if (err)
+		return err;
+	if (NL_REQ_ATTR_CHECK(extack, nest, hb, GAPPACE_A_HINT_EVENT)) {
+		NL_SET_ERR_MSG_ATTR(extack, nest, "the hint needs an event (begin or end)");
+		return -EINVAL;
+	}
+	if (NL_REQ_ATTR_CHECK(extack, nest, hb, GAPPACE_A_HINT_PHASE_ID)) {
+		NL_SET_ERR_MSG_ATTR(extack, nest, "the hint needs a phase-id");
+		return -EINVAL;
+	}
+	if (nla_get_u32(hb[GAPPACE_A_HINT_EVENT]) == GAPPACE_HINT_EVENT_BEGIN &&
+	    NL_REQ_ATTR_CHECK(extack, nest, hb, GAPPACE_A_HINT_KIND)) {
+		NL_SET_ERR_MSG_ATTR(extack, nest, "a begin hint needs the kind of the collective");
+		return -EINVAL;
+	}
+	nla_for_each_nested(attr, nest, rem) {
+		if (nla_type(attr) != GAPPACE_A_HINT_PEER)
+			continue;
+		if (++peers > GAPPACE_HINT_MAX_PEERS) {
+			NL_SET_ERR_MSG_ATTR(extack, attr,
+					    "at most " __stringify(GAPPACE_HINT_MAX_PEERS) " peers per hint (send the rest flagged peers-truncated)");
+			return -EINVAL;
+		}
+		err = gp_hint_check_peer(attr, extack);
+		if (err)
+			return err;
+	}
+	if (nla_len(nest) > GP_HINT_PAYLOAD_MAX) {
+		NL_SET_ERR_MSG_ATTR(extack, nest,
+				    "the hint leaves no room for the sender's stamp in 64 KiB: send fewer peers");
+		return -EMSGSIZE;
+	}
+	return 0;
+}
+
+#if GP_HAVE_PRIVATE_MCGRP
+/*
+ * The listener gets the sender's nest as it was sent (it passed the strict
+ * policies, so it holds nothing but known attributes) and after it the stamps,
+ * which a request may not carry: the thread-group id in the initial pid
+ * namespace, the uid in the initial user namespace and the inode of the netns
+ * of the sending socket. The hint goes to listeners in that netns only (and,
+ * as any netlink multicast, to sockets of other namespaces that asked for
+ * NETLINK_LISTEN_ALL_NSID and have CAP_NET_BROADCAST over this one).
+ */
+static int gp_hint_multicast(struct net *net, const struct nlattr *nest,
+			     struct netlink_ext_ack *extack)
+{
+	struct nlattr *stamped;
+	struct sk_buff *msg;
+	void *hdr;
+	int err;
+
+	/* A first look without allocating. It sees the group's listeners of every
+	 * netns; the multicast below delivers in @net only and says ESRCH too. */
+	if (!genl_has_listeners(&gp_genl_family, net, GP_MCGRP_HINTS)) {
+		NL_SET_ERR_MSG_MOD(extack, "no daemon listens for hints");
+		return -ESRCH;
+	}
+	msg = genlmsg_new(nla_total_size(nla_len(nest) + GP_HINT_STAMP_SIZE), GFP_KERNEL);
+	if (!msg) {
+		NL_SET_ERR_MSG_MOD(extack, "no memory to pass the hint on");
+		return -ENOMEM;
+	}
+	hdr = genlmsg_put(msg, 0, 0, &gp_genl_family, 0, GAPPACE_CMD_HINT);
+	if (!hdr)
+		goto too_big;
+	stamped = nla_nest_start(msg, GAPPACE_A_HINT);
+	if (!stamped ||
+	    nla_put_nohdr(msg, nla_len(nest), nla_data(nest)) ||
+	    nla_put_u32(msg, GAPPACE_A_HINT_SENDER_PID, task_tgid_nr(current)) ||
+	    nla_put_u32(msg, GAPPACE_A_HINT_SENDER_UID, from_kuid(&init_user_ns, current_euid())) ||
+	    nla_put_u32(msg, GAPPACE_A_HINT_SENDER_NETNS, net->ns.inum))
+		goto too_big;
+	nla_nest_end(msg, stamped);
+	genlmsg_end(msg, hdr);
+
+	err = genlmsg_multicast_netns(&gp_genl_family, net, msg, 0, GP_MCGRP_HINTS, GFP_KERNEL);
+	if (err == -ESRCH)	/* none in @net, or the last one just left */
+		NL_SET_ERR_MSG_MOD(extack, "no daemon listens for hints");
+	else if (err == -ENOBUFS)
+		NL_SET_ERR_MSG_MOD(extack, "a listener's receive buffer is full: it lost the hint");
+	else if (err)
+		NL_SET_ERR_MSG_MOD(extack, "the hint could not be passed on");
+	return err;
+
+too_big:	/* cannot happen: the message was sized for exactly this */
+	nlmsg_free(msg);
+	NL_SET_ERR_MSG_MOD(extack, "the stamped hint does not fit its message");
+	return -EMSGSIZE;
+}
+#else
+static int gp_hint_multicast(struct net *net, const struct nlattr *nest,
+			     struct netlink_ext_ack *extack)
+{
+	NL_SET_ERR_MSG_MOD(extack,
+			   "this kernel cannot keep hints from unprivileged listeners: send them to gappaced's socket");
+	return -EOPNOTSUPP;
+}
+#endif
+
+/* GAPPACE_CMD_HINT needs no privilege: it changes nothing by itself, and the
+ * listeners (CAP_NET_ADMIN over the netns) see who sent it. */
+static int gp_cmd_hint(struct sk_buff *skb, struct genl_info *info)
+{
+	struct nlattr *nest = info->attrs[GAPPACE_A_HINT];
+	int err;
+
+	if (GENL_REQ_ATTR_CHECK(info, GAPPACE_A_HINT)) {
+		NL_SET_ERR_MSG_MOD(info->extack, "the request needs a hint nest");
+		return -EINVAL;
+	}
+	err = gp_hint_check(nest, info->extack);
+	if (err)
+		return err;
+	return gp_hint_multicast(genl_info_net(info), nest, info->extack);
+}
+
 static const struct genl_ops gp_genl_ops[] = {
 	{
 		.cmd	= GAPPACE_CMD_RULE_NEW,
@@ -699,6 +931,10 @@ static const struct genl_ops gp_genl_ops[] = {
 		.cmd	= GAPPACE_CMD_RTO_GET,
 		.dumpit	= gp_cmd_rto_dump,
 	},
+	{
+		.cmd	= GAPPACE_CMD_HINT,
+		.doit	= gp_cmd_hint,		/* anyone: the kernel stamps the sender */
+	},
 };
 
 static struct genl_family gp_genl_family __ro_after_init = {
@@ -710,6 +946,10 @@ static struct genl_family gp_genl_family __ro_after_init = {
 	.module		= THIS_MODULE,
 	.ops		= gp_genl_ops,
 	.n_ops		= ARRAY_SIZE(gp_genl_ops),
+#if GP_HAVE_PRIVATE_MCGRP
+	.mcgrps		= gp_mcgrps,
+	.n_mcgrps	= ARRAY_SIZE(gp_mcgrps),
+#endif
 };
 
 int gp_genl_register(void)

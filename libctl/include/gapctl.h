@@ -101,7 +101,8 @@ struct gapctl_phase {
 	int32_t rank;		/* this process's rank, or -1 */
 	uint32_t repetitions;	/* expected back-to-back repetitions, 0 if unknown */
 	uint32_t n_peers;
-	const struct gapctl_peer *peers; /* at most GAPCTL_MAX_PEERS are sent */
+	const struct gapctl_peer *peers; /* at most GAPCTL_MAX_PEERS are sent (about 960 IPv6
+					  * tuples: a netlink attribute holds < 64 KiB) */
 };
 #define GAPCTL_MAX_PEERS 1024
 

@@ -431,12 +431,21 @@ int gapctl_phase_begin(gapctl_t *handle, const struct gapctl_phase *phase, uint6
 	    (phase->n_peers && !phase->peers))
 		return reject(-EINVAL);
 	try {
-		const uint32_t n = phase->n_peers > GAPCTL_MAX_PEERS ? GAPCTL_MAX_PEERS : phase->n_peers;
+		uint32_t n = phase->n_peers > GAPCTL_MAX_PEERS ? GAPCTL_MAX_PEERS : phase->n_peers;
 		thread_local std::vector<Peer> peers;
 		peers.resize(n);
-		for (uint32_t i = 0; i < n; ++i)
+		size_t bytes = 0;
+		for (uint32_t i = 0; i < n; ++i) {
 			if (int err = convert_peer(phase->peers[i], peers[i]))
 				return reject(err);
+			// The nest's 16-bit length: ~960 IPv6 tuples fit, not 1024.
+			bytes += gp::hint::encoded_peer_size(peers[i]);
+			if (bytes > gp::hint::kPeerBudget) {
+				n = i;
+				peers.resize(n);
+				break;
+			}
+		}
 		gp::hint::Header header;
 		header.event = gp::hint::Event::Begin;
 		header.phase_id = g_next_phase_id.fetch_add(1, std::memory_order_relaxed);

@@ -111,6 +111,15 @@ Expected<Peer> decode_peer(const nlattr *nest)
 
 size_t max_encoded_size(size_t n_peers) { return kHeaderMax + n_peers * kPeerMax; }
 
+size_t encoded_peer_size(const Peer &peer)
+{
+	const size_t address = peer.remote.family == AF_INET6 ? kAttrV6 : 8;
+	size_t size = kAttrNest + address + (peer.rank >= 0 ? kAttrU32 : 0);
+	if (peer.is_tuple())
+		size += address + 2 * 8;
+	return size;
+}
+
 size_t encode(std::span<uint8_t> buf, uint16_t family_id, uint32_t seq, const Header &h, std::span<const Peer> peers)
 {
 	nlmsghdr *nlh = mnl_nlmsg_put_header(buf.data());

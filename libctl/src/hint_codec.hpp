@@ -64,6 +64,11 @@ struct Hint {
 
 // Bytes an encoded hint with n_peers peers needs at most.
 size_t max_encoded_size(size_t n_peers);
+// Bytes one peer takes inside the hint nest.
+size_t encoded_peer_size(const Peer &peer);
+// A netlink attribute's length is 16 bits: the hint nest, with the kernel's sender stamp
+// (3 x 8 bytes) added, must stay below 64 KiB. This is the room left for peers.
+inline constexpr size_t kPeerBudget = 65535 - 24 - 128;
 
 // Encodes one hint into buf (at least max_encoded_size(peers.size()) bytes) as a generic
 // netlink request with nlmsg_type = family_id (0 on the socket carrier, where no family id

@@ -386,3 +386,34 @@ TEST(Library, DaemonGoneCostsNoCpu)
 }
 
 } // namespace
+
+namespace {
+
+TEST(Library, IPv6TuplesAreCutToWhatANestHolds)
+{
+	FakeDaemon daemon;
+	gapctl_t *handle = nullptr;
+	ASSERT_EQ(gapctl_open(&handle, GAPCTL_OPEN_NO_KERNEL), 0);
+	ASSERT_TRUE(daemon.accept_client());
+	gapctl_peer peer{};
+	peer.fd = -1;
+	peer.family = AF_INET6;
+	inet_pton(AF_INET6, "fd00::2", peer.addr);
+	inet_pton(AF_INET6, "fd00::1", peer.local_addr);
+	peer.port = 5001;
+	peer.local_port = 40000;
+	peer.rank = 1;
+	std::vector<gapctl_peer> peers(GAPCTL_MAX_PEERS, peer);
+	auto phase = alltoall(peers, 8);
+	uint64_t id = 0;
+	EXPECT_EQ(gapctl_phase_begin(handle, &phase, &id), -E2BIG);
+	ASSERT_EQ(gapctl_flush(handle, 1000), 0);
+	auto hint = daemon.next();
+	ASSERT_TRUE(hint) << hint.error().message;
+	EXPECT_LT(hint->peers.size(), static_cast<size_t>(GAPCTL_MAX_PEERS));
+	EXPECT_GT(hint->peers.size(), 900u);
+	EXPECT_TRUE(hint->header.flags & GAPPACE_HINT_F_PEERS_TRUNCATED);
+	gapctl_close(handle);
+}
+
+} // namespace

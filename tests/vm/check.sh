@@ -15,7 +15,7 @@ SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd -- "$SCRIPT_DIR/../.." && pwd)
 
 # name : guest timeout (s) : capture?
-TESTS=(pacing:900:capture lifecycle:300: badinput:300: rto:300: tailloss:300:)
+TESTS=(pacing:900:capture lifecycle:300: badinput:300: rto:300: tailloss:300: hints:300: control:300:)
 LINK_BITS=1000000	# the pacing test's declared link rate (tests/pacing.sh: gp.linkmbit=1)
 
 BUILD=
@@ -70,6 +70,7 @@ for kver in "${KERNELS[@]}"; do
 		--kmod sch_ingress --kmod cls_u32 --kmod act_police --kmod tcp_diag \
 		--bin "$BUILD/tools/gapctl/gapctl" --bin "$BUILD/tools/traffic/gp-traffic" \
 		--bin "$BUILD/tools/probes/gp-nlprobe" --bin /usr/bin/ss \
+		--bin "$BUILD/daemon/gappaced" --bin "$BUILD/tools/probes/gp-hintclient" \
 		--file "$BUILD/tools/tc/q_gappace.so:/usr/lib/x86_64-linux-gnu/tc/q_gappace.so" >/dev/null
 
 	for spec in "${TESTS[@]}"; do

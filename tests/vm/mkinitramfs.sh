@@ -81,6 +81,13 @@ add_executable() {
         [[ -n $lib ]] || continue
         [[ $lib == MISSING* ]] && die "$src needs a library ldd cannot find: ${lib#MISSING }"
         [[ -e $STAGE/$lib ]] || copy_host_path "$lib"
+        # Our own libraries (libgapctl) live in the build tree, found through RUNPATH. The
+        # guest mounts a tmpfs over /tmp, which hides a build tree there: put a copy where
+        # the loader looks by default, too.
+        case $lib in
+        /lib/* | /lib64/* | /usr/lib/* | /usr/lib64/*) ;;
+        *) [[ -e $STAGE/usr/lib/$(basename "$lib") ]] || copy_host_path "$lib" "/usr/lib/$(basename "$lib")" ;;
+        esac
     done < <(shared_libs "$src")
 }
 

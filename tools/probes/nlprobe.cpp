@@ -9,14 +9,29 @@
 // AND an extack message. A refusal without a message is a failure: every error of
 // ours must say what was wrong.
 //
-//   gp-nlprobe [-j] --dev DEV --plain-dev DEV
+//   gp-nlprobe [-j] --dev DEV --plain-dev DEV [--only PREFIX]
 //     DEV        has the gappace root qdisc, with a link rate (e.g. eth0)
 //     plain-dev  does not have it (e.g. lo)
+//     PREFIX     run only the cases whose name starts with it (e.g. hint_,
+//                which need neither device to have the qdisc)
 //   gp-nlprobe --dev DEV --add-rules N [--hold]
 //     adds N /32 rules (10.128.0.0 upwards) over one socket: a bulk load for
 //     leak and scale tests, far faster than N gapctl processes. Rules are
 //     leases of that socket: with --hold the probe keeps it open until SIGTERM
 //     or SIGINT, otherwise the rules end when it exits
+//   gp-nlprobe --send-hint [--phase-id N] [--as-uid UID]
+//     sends one valid BEGIN hint with three peers (a host, an IPv4 connection,
+//     an IPv6 host) and prints one JSON line: what was sent and by whom
+//     ("sent":true, pid, uid, netns inode), or the refusal ("sent":false,
+//     errno, message; exit 1)
+//   gp-nlprobe --listen-hints COUNT --timeout-ms T [--as-uid UID]
+//     joins the "hints" group, checks that every message comes from the
+//     kernel (port id 0), prints each hint as one JSON line with all its
+//     fields, peers and sender stamps; says "listening" on stderr once joined.
+//     Exit 0 after COUNT hints, 1 on timeout or a bad message, 3 if the
+//     kernel refused the subscription (EPERM for the unprivileged)
+//   --as-uid UID  first drop to UID (and gid UID, no supplementary groups)
+//     with setresgid/setresuid: an unprivileged sender or listener
 //
 // Exit status: 0 all cases refused as expected (or all rules added), 1 some were
 // not, 2 usage/setup error.
@@ -26,17 +41,27 @@
 #include <linux/pkt_sched.h>
 #include <linux/genetlink.h>
 #include <linux/rtnetlink.h>
+#include <grp.h>
 #include <net/if.h>
-#include <csignal>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <climits>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <iterator>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "json.hpp"
@@ -46,12 +71,17 @@ namespace {
 
 using gp::RequestBuffer;
 
+// A request larger than gp::RequestBuffer's 4 KiB (the cases about the size of a hint).
+using LargeRequest = std::vector<char>;
+
 struct Case {
 	const char *name;
 	int expected_errno;
 	bool unprivileged;	// drop CAP_NET_ADMIN before opening the socket
 	bool rtnetlink;		// qdisc request instead of generic netlink
 	std::function<void(RequestBuffer &, uint16_t family, uint32_t ifindex, uint32_t plain)> build;
+	const char *want_text = nullptr;	// the extack must contain it (nullptr: any text)
+	std::function<LargeRequest(uint16_t family)> build_large = {};	// instead of build
 };
 
 void genl_header(RequestBuffer &buf, uint16_t family, uint8_t cmd, uint16_t flags = 0)
@@ -157,6 +187,240 @@ void put_tuple(nlmsghdr *n)
 	mnl_attr_put_u16(n, GAPPACE_A_RTO_SPORT, htons(40000));
 	put_peer(n);
 	mnl_attr_put_u16(n, GAPPACE_A_RTO_DPORT, htons(6000));
+}
+
+// ------------------------------------------------------------------ hints
+
+constexpr uint64_t kProbePhaseId = 0x5eed;
+
+void put_in_addr(nlmsghdr *n, uint16_t type, uint32_t host_order)
+{
+	const uint32_t addr = htonl(host_order);
+	mnl_attr_put(n, type, sizeof(addr), &addr);
+}
+
+// fd00::<last>
+void put_in6_addr(nlmsghdr *n, uint16_t type, uint8_t last)
+{
+	unsigned char addr[16] = {0xfd};
+	addr[15] = last;
+	mnl_attr_put(n, type, sizeof(addr), addr);
+}
+
+// {EVENT, PHASE_ID[, KIND]}: the attributes a valid hint starts with.
+void put_hint_basics(nlmsghdr *n, uint32_t event = GAPPACE_HINT_EVENT_BEGIN, bool kind = true)
+{
+	mnl_attr_put_u32(n, GAPPACE_A_HINT_EVENT, event);
+	mnl_attr_put_u64(n, GAPPACE_A_HINT_PHASE_ID, kProbePhaseId);
+	if (kind)
+		mnl_attr_put_u32(n, GAPPACE_A_HINT_KIND, GAPPACE_HINT_KIND_ALLTOALL);
+}
+
+// One PEER nest; fill puts its attributes.
+void put_hint_peer(nlmsghdr *n, const std::function<void(nlmsghdr *)> &fill)
+{
+	nlattr *peer = mnl_attr_nest_start(n, GAPPACE_A_HINT_PEER);
+	fill(n);
+	mnl_attr_nest_end(n, peer);
+}
+
+void put_host_peer(nlmsghdr *n, uint32_t host_order_addr, uint32_t rank)
+{
+	put_hint_peer(n, [&](nlmsghdr *p) {
+		put_in_addr(p, GAPPACE_A_PEER_DADDR_IPV4, host_order_addr);
+		mnl_attr_put_u32(p, GAPPACE_A_PEER_RANK, rank);
+	});
+}
+
+// 10.0.0.1:40000 -> 10.0.0.2:6000, as ss shows it at the sender
+void put_v4_connection_peer(nlmsghdr *n, uint32_t rank)
+{
+	put_hint_peer(n, [&](nlmsghdr *p) {
+		put_in_addr(p, GAPPACE_A_PEER_SADDR_IPV4, 0x0a000001);
+		mnl_attr_put_u16(p, GAPPACE_A_PEER_SPORT, htons(40000));
+		put_in_addr(p, GAPPACE_A_PEER_DADDR_IPV4, 0x0a000002);
+		mnl_attr_put_u16(p, GAPPACE_A_PEER_DPORT, htons(6000));
+		mnl_attr_put_u32(p, GAPPACE_A_PEER_RANK, rank);
+	});
+}
+
+// [fd00::1]:40000 -> [fd00::<last>]:6000
+void put_v6_connection_peer(nlmsghdr *n, uint8_t last, uint32_t rank)
+{
+	put_hint_peer(n, [&](nlmsghdr *p) {
+		put_in6_addr(p, GAPPACE_A_PEER_SADDR_IPV6, 1);
+		mnl_attr_put_u16(p, GAPPACE_A_PEER_SPORT, htons(40000));
+		put_in6_addr(p, GAPPACE_A_PEER_DADDR_IPV6, last);
+		mnl_attr_put_u16(p, GAPPACE_A_PEER_DPORT, htons(6000));
+		mnl_attr_put_u32(p, GAPPACE_A_PEER_RANK, rank);
+	});
+}
+
+// {HINT{...}}: fill puts the content of the nest.
+void put_hint(nlmsghdr *n, const std::function<void(nlmsghdr *)> &fill)
+{
+	nlattr *hint = mnl_attr_nest_start(n, GAPPACE_A_HINT);
+	fill(n);
+	mnl_attr_nest_end(n, hint);
+}
+
+Case hint_case(const char *name, int err, const char *want_text, std::function<void(nlmsghdr *)> fill,
+	       bool unprivileged = false)
+{
+	return {name, err, unprivileged, false,
+		[fill](RequestBuffer &buf, uint16_t family, uint32_t, uint32_t) {
+			genl_header(buf, family, GAPPACE_CMD_HINT);
+			put_hint(buf.nlh(), fill);
+		},
+		want_text};
+}
+
+// A hint of peer_count peers that needs more than RequestBuffer's 4 KiB.
+Case large_hint_case(const char *name, int err, const char *want_text, unsigned peer_count, bool v6_tuples)
+{
+	Case c{name, err, false, false, nullptr, want_text};
+	c.build_large = [=](uint16_t family) {
+		LargeRequest request(128 * 1024);
+		nlmsghdr *n = mnl_nlmsg_put_header(request.data());
+		n->nlmsg_type = family;
+		n->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+		auto *genl = static_cast<genlmsghdr *>(mnl_nlmsg_put_extra_header(n, sizeof(genlmsghdr)));
+		genl->cmd = GAPPACE_CMD_HINT;
+		genl->version = GAPPACE_GENL_VERSION;
+		put_hint(n, [&](nlmsghdr *h) {
+			put_hint_basics(h);
+			for (unsigned i = 0; i < peer_count; ++i) {
+				if (v6_tuples)
+					put_v6_connection_peer(h, static_cast<uint8_t>(2 + i % 250), i);
+				else
+					put_host_peer(h, 0x0a800000u + i, i);
+			}
+		});
+		request.resize(n->nlmsg_len);
+		return request;
+	};
+	return c;
+}
+
+void add_hint_cases(std::vector<Case> &cases)
+{
+	// What the policies refuse (the core's own messages).
+	cases.push_back({"hint_missing_nest", EINVAL, false, false,
+			 [](RequestBuffer &buf, uint16_t family, uint32_t, uint32_t) {
+				 genl_header(buf, family, GAPPACE_CMD_HINT);
+			 },
+			 "needs a hint nest"});
+	cases.push_back(hint_case("hint_event_out_of_range", ERANGE, "out of range", [](nlmsghdr *n) {
+		put_hint_basics(n, GAPPACE_HINT_EVENT_END + 1);
+	}));
+	cases.push_back(hint_case("hint_kind_unspec", ERANGE, "out of range", [](nlmsghdr *n) {
+		put_hint_basics(n, GAPPACE_HINT_EVENT_BEGIN, false);
+		mnl_attr_put_u32(n, GAPPACE_A_HINT_KIND, GAPPACE_HINT_KIND_UNSPEC);
+	}));
+	cases.push_back(hint_case("hint_kind_unknown", ERANGE, "out of range", [](nlmsghdr *n) {
+		put_hint_basics(n, GAPPACE_HINT_EVENT_BEGIN, false);
+		mnl_attr_put_u32(n, GAPPACE_A_HINT_KIND, GAPPACE_HINT_KIND_MAX + 1);
+	}));
+	cases.push_back(hint_case("hint_algorithm_unknown", ERANGE, "out of range", [](nlmsghdr *n) {
+		put_hint_basics(n);
+		mnl_attr_put_u32(n, GAPPACE_A_HINT_ALGORITHM, GAPPACE_HINT_ALGORITHM_MAX + 1);
+	}));
+	cases.push_back(hint_case("hint_bad_flags", EINVAL, "reserved bit", [](nlmsghdr *n) {
+		put_hint_basics(n);
+		mnl_attr_put_u32(n, GAPPACE_A_HINT_FLAGS, GAPPACE_HINT_F_ALL + 1);
+	}));
+	cases.push_back(hint_case("hint_phase_id_wrong_size", EINVAL, nullptr, [](nlmsghdr *n) {
+		mnl_attr_put_u32(n, GAPPACE_A_HINT_EVENT, GAPPACE_HINT_EVENT_END);
+		mnl_attr_put_u32(n, GAPPACE_A_HINT_PHASE_ID, 1);
+	}));
+	cases.push_back(hint_case("hint_unknown_attribute", EINVAL, "Unknown attribute", [](nlmsghdr *n) {
+		put_hint_basics(n);
+		mnl_attr_put_u32(n, GAPPACE_A_HINT_MAX + 1, 1);
+	}));
+	cases.push_back(hint_case("hint_sender_pid_supplied", EINVAL, "set by the kernel", [](nlmsghdr *n) {
+		put_hint_basics(n);
+		mnl_attr_put_u32(n, GAPPACE_A_HINT_SENDER_PID, 1);
+	}));
+	cases.push_back(hint_case("hint_sender_uid_supplied", EINVAL, "set by the kernel", [](nlmsghdr *n) {
+		put_hint_basics(n);
+		mnl_attr_put_u32(n, GAPPACE_A_HINT_SENDER_UID, 0);
+	}));
+	cases.push_back(hint_case("hint_sender_netns_supplied", EINVAL, "set by the kernel", [](nlmsghdr *n) {
+		put_hint_basics(n);
+		mnl_attr_put_u32(n, GAPPACE_A_HINT_SENDER_NETNS, 4026531840U);
+	}));
+	cases.push_back(hint_case("hint_peer_address_wrong_length", ERANGE, nullptr, [](nlmsghdr *n) {
+		put_hint_basics(n);
+		put_hint_peer(n, [](nlmsghdr *p) {
+			const unsigned char five[5] = {10, 0, 0, 2, 0};
+			mnl_attr_put(p, GAPPACE_A_PEER_DADDR_IPV4, sizeof(five), five);
+		});
+	}));
+	// What the handler refuses.
+	cases.push_back(hint_case("hint_missing_event", EINVAL, "needs an event", [](nlmsghdr *n) {
+		mnl_attr_put_u64(n, GAPPACE_A_HINT_PHASE_ID, kProbePhaseId);
+		mnl_attr_put_u32(n, GAPPACE_A_HINT_KIND, GAPPACE_HINT_KIND_ALLTOALL);
+	}));
+	cases.push_back(hint_case("hint_missing_phase_id", EINVAL, "needs a phase-id", [](nlmsghdr *n) {
+		mnl_attr_put_u32(n, GAPPACE_A_HINT_EVENT, GAPPACE_HINT_EVENT_BEGIN);
+		mnl_attr_put_u32(n, GAPPACE_A_HINT_KIND, GAPPACE_HINT_KIND_ALLTOALL);
+	}));
+	cases.push_back(hint_case("hint_begin_without_kind", EINVAL, "needs the kind", [](nlmsghdr *n) {
+		put_hint_basics(n, GAPPACE_HINT_EVENT_BEGIN, false);
+	}));
+	cases.push_back(hint_case("hint_peer_without_address", EINVAL, "a peer needs an address", [](nlmsghdr *n) {
+		put_hint_basics(n);
+		put_hint_peer(n, [](nlmsghdr *p) { mnl_attr_put_u32(p, GAPPACE_A_PEER_RANK, 1); });
+	}));
+	cases.push_back(hint_case("hint_peer_two_addresses", EINVAL, "one address, not two", [](nlmsghdr *n) {
+		put_hint_basics(n);
+		put_hint_peer(n, [](nlmsghdr *p) {
+			put_in_addr(p, GAPPACE_A_PEER_DADDR_IPV4, 0x0a000002);
+			put_in6_addr(p, GAPPACE_A_PEER_DADDR_IPV6, 2);
+		});
+	}));
+	cases.push_back(hint_case("hint_peer_partial_tuple", EINVAL, "a connection needs", [](nlmsghdr *n) {
+		put_hint_basics(n);
+		put_hint_peer(n, [](nlmsghdr *p) {
+			put_in_addr(p, GAPPACE_A_PEER_DADDR_IPV4, 0x0a000002);
+			mnl_attr_put_u16(p, GAPPACE_A_PEER_DPORT, htons(6000));
+		});
+	}));
+	cases.push_back(hint_case("hint_peer_mixed_families", EINVAL, "different families", [](nlmsghdr *n) {
+		put_hint_basics(n);
+		put_hint_peer(n, [](nlmsghdr *p) {
+			put_in6_addr(p, GAPPACE_A_PEER_SADDR_IPV6, 1);
+			mnl_attr_put_u16(p, GAPPACE_A_PEER_SPORT, htons(40000));
+			put_in_addr(p, GAPPACE_A_PEER_DADDR_IPV4, 0x0a000002);
+			mnl_attr_put_u16(p, GAPPACE_A_PEER_DPORT, htons(6000));
+		});
+	}));
+	cases.push_back(hint_case("hint_peer_port_zero", EINVAL, "port 0", [](nlmsghdr *n) {
+		put_hint_basics(n);
+		put_hint_peer(n, [](nlmsghdr *p) {
+			put_in_addr(p, GAPPACE_A_PEER_SADDR_IPV4, 0x0a000001);
+			mnl_attr_put_u16(p, GAPPACE_A_PEER_SPORT, 0);
+			put_in_addr(p, GAPPACE_A_PEER_DADDR_IPV4, 0x0a000002);
+			mnl_attr_put_u16(p, GAPPACE_A_PEER_DPORT, htons(6000));
+		});
+	}));
+	cases.push_back(large_hint_case("hint_too_many_peers", EINVAL, "at most 1024 peers",
+					GAPPACE_HINT_MAX_PEERS + 1, false));
+	// 963 IPv6 tuples fit one attribute (65516 bytes) but not with the 24-byte stamp
+	cases.push_back(large_hint_case("hint_no_room_for_stamp", EMSGSIZE, "no room for the sender's stamp",
+					963, true));
+	// Valid hints with nobody listening: refused with ESRCH, never with EPERM, even
+	// from a sender without CAP_NET_ADMIN. Run these where no listener is subscribed.
+	cases.push_back(hint_case("hint_no_listener", ESRCH, "no daemon listens for hints", [](nlmsghdr *n) {
+		put_hint_basics(n, GAPPACE_HINT_EVENT_END, false);	// END needs no kind
+		mnl_attr_put_u64(n, GAPPACE_A_HINT_DURATION_NS, 1500000);
+	}));
+	cases.push_back(hint_case("hint_unprivileged_no_listener", ESRCH, "no daemon listens for hints",
+				  [](nlmsghdr *n) {
+					  put_hint_basics(n);
+					  put_v4_connection_peer(n, 1);
+				  },
+				  true));
 }
 
 std::vector<Case> all_cases()
@@ -291,6 +555,7 @@ std::vector<Case> all_cases()
 				   [](nlmsghdr *n) { mnl_attr_put_u16(n, TCA_GAPPACE_IFG, 100); }));
 	cases.push_back(qdisc_case("qdisc_unknown_option", EINVAL,
 				   [](nlmsghdr *n) { mnl_attr_put_u32(n, 42, 1); }));
+	add_hint_cases(cases);
 	return cases;
 }
 
@@ -317,9 +582,319 @@ bool restore_net_admin()
 
 int usage()
 {
-	std::fprintf(stderr, "usage: gp-nlprobe [-j] --dev DEV --plain-dev DEV\n"
-			     "       gp-nlprobe --dev DEV --add-rules N [--hold]\n");
+	std::fprintf(stderr, "usage: gp-nlprobe [-j] --dev DEV --plain-dev DEV [--only PREFIX]\n"
+			     "       gp-nlprobe --dev DEV --add-rules N [--hold]\n"
+			     "       gp-nlprobe --send-hint [--phase-id N] [--as-uid UID]\n"
+			     "       gp-nlprobe --listen-hints COUNT --timeout-ms T [--as-uid UID]\n");
 	return 2;
+}
+
+// Sends a request too large for gp::RequestBuffer and waits for its ACK.
+gp::Expected<void> transact_large(gp::NetlinkSocket &sock, LargeRequest &request)
+{
+	auto *nlh = reinterpret_cast<nlmsghdr *>(request.data());
+	nlh->nlmsg_seq = 0x4c41u;	// this socket sends nothing else
+	if (mnl_socket_sendto(sock.raw(), request.data(), nlh->nlmsg_len) < 0)
+		return gp::make_error(errno, std::string("send: ") + std::strerror(errno));
+	std::vector<char> reply(64 * 1024);
+	for (int i = 0; i < 16; ++i) {	// an ACK comes first: nothing else is asked for
+		ssize_t received = mnl_socket_recvfrom(sock.raw(), reply.data(), reply.size());
+		if (received < 0)
+			return gp::make_error(errno, std::string("receive: ") + std::strerror(errno));
+		int left = static_cast<int>(received);
+		for (auto *m = reinterpret_cast<const nlmsghdr *>(reply.data()); mnl_nlmsg_ok(m, left);
+		     m = mnl_nlmsg_next(m, &left)) {
+			if (m->nlmsg_seq != nlh->nlmsg_seq || m->nlmsg_type != NLMSG_ERROR)
+				continue;
+			if (auto failure = gp::decode_ack(m, request))
+				return std::move(*failure);
+			return {};
+		}
+	}
+	return gp::make_error(EPROTO, "no acknowledgement of the request");
+}
+
+// --as-uid: the groups first, while we may still change them.
+bool become_user(uid_t uid)
+{
+	if (setgroups(0, nullptr) || setresgid(uid, uid, uid) || setresuid(uid, uid, uid)) {
+		std::fprintf(stderr, "gp-nlprobe: cannot become uid %u: %s\n", uid, std::strerror(errno));
+		return false;
+	}
+	return true;
+}
+
+// The inode of this process's network namespace, as the kernel stamps it.
+uint64_t own_netns_inode()
+{
+	struct stat st {};
+	return stat("/proc/self/ns/net", &st) == 0 ? st.st_ino : 0;
+}
+
+int send_hint(uint64_t phase_id)
+{
+	auto sock = gp::NetlinkSocket::open(NETLINK_GENERIC);
+	if (!sock) {
+		std::fprintf(stderr, "gp-nlprobe: %s\n", sock.error().message.c_str());
+		return 2;
+	}
+	auto family = sock->genl_family_id(GAPPACE_GENL_NAME);
+	if (!family) {
+		std::fprintf(stderr, "gp-nlprobe: %s\n", family.error().message.c_str());
+		return 2;
+	}
+	RequestBuffer buf;
+	genl_header(buf, *family, GAPPACE_CMD_HINT);
+	put_hint(buf.nlh(), [&](nlmsghdr *n) {
+		mnl_attr_put_u32(n, GAPPACE_A_HINT_EVENT, GAPPACE_HINT_EVENT_BEGIN);
+		mnl_attr_put_u64(n, GAPPACE_A_HINT_PHASE_ID, phase_id);
+		mnl_attr_put_u32(n, GAPPACE_A_HINT_KIND, GAPPACE_HINT_KIND_ALLTOALL);
+		mnl_attr_put_u32(n, GAPPACE_A_HINT_ALGORITHM, GAPPACE_HINT_ALGORITHM_PAIRWISE);
+		mnl_attr_put_u32(n, GAPPACE_A_HINT_FLAGS, GAPPACE_HINT_F_VECTOR | GAPPACE_HINT_F_NONBLOCKING);
+		mnl_attr_put_u64(n, GAPPACE_A_HINT_BYTES_PER_PEER, 1U << 20);
+		mnl_attr_put_u32(n, GAPPACE_A_HINT_COMM_SIZE, 4);
+		mnl_attr_put_u32(n, GAPPACE_A_HINT_RANK, 0);
+		mnl_attr_put_u32(n, GAPPACE_A_HINT_REPETITIONS, 10);
+		put_host_peer(n, 0x0a000002, 1);	// 10.0.0.2
+		put_v4_connection_peer(n, 2);		// 10.0.0.1:40000 -> 10.0.0.2:6000
+		put_hint_peer(n, [](nlmsghdr *p) {		// fd00::3
+			put_in6_addr(p, GAPPACE_A_PEER_DADDR_IPV6, 3);
+			mnl_attr_put_u32(p, GAPPACE_A_PEER_RANK, 3);
+		});
+	});
+	const auto sent = sock->transact(buf);
+	gp::JsonWriter out;
+	out.begin_object().field("sent", sent.has_value()).field("phase_id", phase_id);
+	if (!sent)
+		out.field("errno", sent.error().err).field("message", sent.error().message);
+	out.field("pid", static_cast<int64_t>(getpid()))
+		.field("uid", static_cast<uint32_t>(getuid()))
+		.field("netns", own_netns_inode())
+		.end_object();
+	std::printf("%s\n", out.str().c_str());
+	return sent ? 0 : 1;
+}
+
+const char *const kKindNames[] = {"unspec", "alltoall", "allgather", "bcast", "reduce_scatter", "allreduce",
+				  "gather", "scatter", "barrier", "p2p_burst", "reduce"};
+const char *const kAlgorithmNames[] = {"unknown", "linear", "pairwise", "ring", "binomial",
+				       "scatter_allgather", "recursive_doubling"};
+static_assert(std::size(kKindNames) == GAPPACE_HINT_KIND_MAX + 1);
+static_assert(std::size(kAlgorithmNames) == GAPPACE_HINT_ALGORITHM_MAX + 1);
+
+// A name if the value has one, else the number: a newer kernel may know more.
+template <size_t N> void put_named(gp::JsonWriter &out, const char *key, uint32_t value, const char *const (&names)[N])
+{
+	if (value < N)
+		out.field(key, names[value]);
+	else
+		out.field(key, value);
+}
+
+std::string format_address(const nlattr *attr)
+{
+	char text[INET6_ADDRSTRLEN] = "";
+	const int family = mnl_attr_get_payload_len(attr) == 4 ? AF_INET : AF_INET6;
+	inet_ntop(family, mnl_attr_get_payload(attr), text, sizeof(text));
+	return text;
+}
+
+// One peer nest as a JSON object; an error for a malformed one.
+gp::Expected<void> put_peer_json(gp::JsonWriter &out, const nlattr *peer)
+{
+	if (mnl_attr_validate(peer, MNL_TYPE_NESTED) < 0)
+		return gp::make_error(EBADMSG, "malformed peer nest");
+	const auto fields = gp::AttrIndex::of_nest(peer, GAPPACE_A_PEER_MAX);
+	out.begin_object();
+	const struct {
+		uint16_t type;
+		size_t len;
+		const char *key;
+	} addresses[] = {
+		{GAPPACE_A_PEER_SADDR_IPV4, 4, "saddr"}, {GAPPACE_A_PEER_SADDR_IPV6, 16, "saddr"},
+		{GAPPACE_A_PEER_DADDR_IPV4, 4, "daddr"}, {GAPPACE_A_PEER_DADDR_IPV6, 16, "daddr"},
+	};
+	for (const auto &a : addresses) {
+		auto attr = gp::checked_binary_attr(fields, a.type, a.len, a.key);
+		if (!attr)
+			return attr.error();
+		if (*attr)
+			out.field(a.key, format_address(*attr));
+	}
+	for (const auto &[type, key] : {std::pair{GAPPACE_A_PEER_SPORT, "sport"}, std::pair{GAPPACE_A_PEER_DPORT, "dport"}}) {
+		auto attr = gp::checked_attr(fields, type, MNL_TYPE_U16, key);
+		if (!attr)
+			return attr.error();
+		if (*attr)
+			out.field(key, static_cast<uint32_t>(ntohs(mnl_attr_get_u16(*attr))));
+	}
+	auto rank = gp::checked_attr(fields, GAPPACE_A_PEER_RANK, MNL_TYPE_U32, "peer rank");
+	if (!rank)
+		return rank.error();
+	if (*rank)
+		out.field("rank", mnl_attr_get_u32(*rank));
+	out.end_object();
+	return {};
+}
+
+// One multicast hint as one JSON line. Every attribute the kernel sent is printed.
+gp::Expected<std::string> hint_json(const nlmsghdr *nlh)
+{
+	const auto top = gp::AttrIndex::of_message(nlh, sizeof(genlmsghdr), GAPPACE_A_MAX);
+	auto nest = gp::checked_attr(top, GAPPACE_A_HINT, MNL_TYPE_NESTED, "hint nest");
+	if (!nest)
+		return nest.error();
+	if (!*nest)
+		return gp::make_error(EBADMSG, "a hint message without a hint nest");
+	const auto fields = gp::AttrIndex::of_nest(*nest, GAPPACE_A_HINT_MAX);
+	gp::JsonWriter out;
+	out.begin_object();
+	const struct {
+		uint16_t type;
+		mnl_attr_data_type data;
+		const char *key;
+	} scalars[] = {
+		{GAPPACE_A_HINT_EVENT, MNL_TYPE_U32, "event"},
+		{GAPPACE_A_HINT_PHASE_ID, MNL_TYPE_U64, "phase_id"},
+		{GAPPACE_A_HINT_KIND, MNL_TYPE_U32, "kind"},
+		{GAPPACE_A_HINT_ALGORITHM, MNL_TYPE_U32, "algorithm"},
+		{GAPPACE_A_HINT_FLAGS, MNL_TYPE_U32, "flags"},
+		{GAPPACE_A_HINT_BYTES_PER_PEER, MNL_TYPE_U64, "bytes_per_peer"},
+		{GAPPACE_A_HINT_COMM_SIZE, MNL_TYPE_U32, "comm_size"},
+		{GAPPACE_A_HINT_RANK, MNL_TYPE_U32, "rank"},
+		{GAPPACE_A_HINT_REPETITIONS, MNL_TYPE_U32, "repetitions"},
+		{GAPPACE_A_HINT_DURATION_NS, MNL_TYPE_U64, "duration_ns"},
+		{GAPPACE_A_HINT_SENDER_PID, MNL_TYPE_U32, "sender_pid"},
+		{GAPPACE_A_HINT_SENDER_UID, MNL_TYPE_U32, "sender_uid"},
+		{GAPPACE_A_HINT_SENDER_NETNS, MNL_TYPE_U32, "sender_netns"},
+	};
+	for (const auto &f : scalars) {
+		auto attr = gp::checked_attr(fields, f.type, f.data, f.key);
+		if (!attr)
+			return attr.error();
+		if (!*attr)
+			continue;
+		const uint64_t value = f.data == MNL_TYPE_U64 ? mnl_attr_get_u64(*attr) : mnl_attr_get_u32(*attr);
+		if (f.type == GAPPACE_A_HINT_EVENT)
+			out.field(f.key, value == GAPPACE_HINT_EVENT_BEGIN ? "begin"
+					 : value == GAPPACE_HINT_EVENT_END ? "end" : "?");
+		else if (f.type == GAPPACE_A_HINT_KIND)
+			put_named(out, f.key, static_cast<uint32_t>(value), kKindNames);
+		else if (f.type == GAPPACE_A_HINT_ALGORITHM)
+			put_named(out, f.key, static_cast<uint32_t>(value), kAlgorithmNames);
+		else
+			out.field(f.key, value);
+	}
+	for (auto type : {GAPPACE_A_HINT_SENDER_PID, GAPPACE_A_HINT_SENDER_UID, GAPPACE_A_HINT_SENDER_NETNS})
+		if (!fields[type])
+			return gp::make_error(EBADMSG, "a hint from the kernel without its sender stamp");
+	// PEER repeats: AttrIndex keeps one per type, so walk the nest.
+	struct Walk {
+		gp::JsonWriter *out;
+		std::optional<gp::Error> failure;
+	} walk{&out, std::nullopt};
+	out.key("peers").begin_array();
+	mnl_attr_parse_nested(*nest, [](const nlattr *attr, void *data) -> int {
+		auto &w = *static_cast<Walk *>(data);
+		if (mnl_attr_get_type(attr) != GAPPACE_A_HINT_PEER)
+			return MNL_CB_OK;
+		if (auto ok = put_peer_json(*w.out, attr); !ok) {
+			w.failure = ok.error();
+			return MNL_CB_ERROR;
+		}
+		return MNL_CB_OK;
+	}, &walk);
+	if (walk.failure)
+		return std::move(*walk.failure);
+	out.end_array().end_object();
+	return out.str();
+}
+
+// Exit status of --listen-hints when the kernel refuses the subscription.
+constexpr int kSubscriptionRefused = 3;
+
+int listen_hints(long count, long timeout_ms)
+{
+	auto sock = gp::NetlinkSocket::open(NETLINK_GENERIC);
+	if (!sock) {
+		std::fprintf(stderr, "gp-nlprobe: %s\n", sock.error().message.c_str());
+		return 2;
+	}
+	auto family = sock->genl_family_id(GAPPACE_GENL_NAME);
+	auto group = sock->genl_mcast_group_id(GAPPACE_GENL_NAME, GAPPACE_MCGRP_HINTS);
+	if (!family || !group) {
+		std::fprintf(stderr, "gp-nlprobe: %s\n", (family ? group.error() : family.error()).message.c_str());
+		return 2;
+	}
+	uint32_t group_id = *group;
+	if (mnl_socket_setsockopt(sock->raw(), NETLINK_ADD_MEMBERSHIP, &group_id, sizeof(group_id)) < 0) {
+		const int err = errno;
+		std::fprintf(stderr, "gp-nlprobe: cannot join the hints group (%u): %s (errno %d)\n", group_id,
+			     std::strerror(err), err);
+		return err == EPERM ? kSubscriptionRefused : 2;
+	}
+	std::fprintf(stderr, "gp-nlprobe: listening for hints (group %u, uid %u)\n", group_id, getuid());
+
+	// A hint nest reaches 64 KiB: read whole datagrams, and say so if one did not fit.
+	std::vector<char> buffer(128 * 1024);
+	const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+	long received = 0;
+	while (received < count) {
+		const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+			deadline - std::chrono::steady_clock::now()).count();
+		if (left <= 0)
+			break;
+		pollfd pfd{sock->fd(), POLLIN, 0};
+		const int ready = poll(&pfd, 1, static_cast<int>(left));
+		if (ready < 0 && errno == EINTR)
+			continue;
+		if (ready <= 0)
+			break;
+		sockaddr_nl from{};
+		iovec iov{buffer.data(), buffer.size()};
+		msghdr msg{};
+		msg.msg_name = &from;
+		msg.msg_namelen = sizeof(from);
+		msg.msg_iov = &iov;
+		msg.msg_iovlen = 1;
+		const ssize_t length = recvmsg(sock->fd(), &msg, 0);
+		if (length < 0) {
+			std::fprintf(stderr, "gp-nlprobe: receive: %s\n", std::strerror(errno));	// ENOBUFS: overrun
+			return 1;
+		}
+		if (msg.msg_flags & MSG_TRUNC) {
+			std::fprintf(stderr, "gp-nlprobe: a hint message was larger than %zu bytes\n", buffer.size());
+			return 1;
+		}
+		if (from.nl_pid != 0) {
+			std::fprintf(stderr, "gp-nlprobe: a message from port %u, not from the kernel\n", from.nl_pid);
+			return 1;
+		}
+		int left_bytes = static_cast<int>(length);
+		for (auto *nlh = reinterpret_cast<const nlmsghdr *>(buffer.data()); mnl_nlmsg_ok(nlh, left_bytes);
+		     nlh = mnl_nlmsg_next(nlh, &left_bytes)) {
+			const auto *genl = static_cast<const genlmsghdr *>(mnl_nlmsg_get_payload(nlh));
+			if (nlh->nlmsg_type != *family || nlh->nlmsg_pid != 0 ||
+			    mnl_nlmsg_get_payload_len(nlh) < sizeof(*genl) || genl->cmd != GAPPACE_CMD_HINT) {
+				std::fprintf(stderr, "gp-nlprobe: unexpected message (type %u, port %u) in the hints group\n",
+					     nlh->nlmsg_type, nlh->nlmsg_pid);
+				return 1;
+			}
+			auto line = hint_json(nlh);
+			if (!line) {
+				std::fprintf(stderr, "gp-nlprobe: %s\n", line.error().message.c_str());
+				return 1;
+			}
+			std::printf("%s\n", line->c_str());
+			std::fflush(stdout);
+			++received;
+		}
+	}
+	if (received < count) {
+		std::fprintf(stderr, "gp-nlprobe: %ld of %ld hints within %ld ms\n", received, count, timeout_ms);
+		return 1;
+	}
+	return 0;
 }
 
 int add_rules(uint32_t ifindex, uint32_t count, bool hold)
@@ -364,23 +939,54 @@ int add_rules(uint32_t ifindex, uint32_t count, bool hold)
 int main(int argc, char **argv)
 {
 	bool json = false;
-	std::string dev, plain_dev;
+	std::string dev, plain_dev, only;
 	long rules = -1;
 	bool hold = false;
+	bool send = false;
+	long listen_count = -1, timeout_ms = -1, as_uid = -1;
+	uint64_t phase_id = 1;
+	// a number option: all digits, within [0, max]
+	auto number = [](const char *text, long max, long &out) {
+		char *end = nullptr;
+		errno = 0;
+		out = std::strtol(text, &end, 10);
+		return errno == 0 && end != text && *end == '\0' && out >= 0 && out <= max;
+	};
 	for (int i = 1; i < argc; ++i) {
 		const std::string arg = argv[i];
+		const bool has_value = i + 1 < argc;
+		long value = 0;
 		if (arg == "-j")
 			json = true;
-		else if (arg == "--dev" && i + 1 < argc)
+		else if (arg == "--dev" && has_value)
 			dev = argv[++i];
-		else if (arg == "--plain-dev" && i + 1 < argc)
+		else if (arg == "--plain-dev" && has_value)
 			plain_dev = argv[++i];
-		else if (arg == "--add-rules" && i + 1 < argc)
+		else if (arg == "--only" && has_value)
+			only = argv[++i];
+		else if (arg == "--add-rules" && has_value)
 			rules = std::strtol(argv[++i], nullptr, 10);
 		else if (arg == "--hold")
 			hold = true;
+		else if (arg == "--send-hint")
+			send = true;
+		else if (arg == "--phase-id" && has_value && number(argv[++i], LONG_MAX, value))
+			phase_id = static_cast<uint64_t>(value);
+		else if (arg == "--listen-hints" && has_value && number(argv[++i], 1000000, listen_count))
+			continue;
+		else if (arg == "--timeout-ms" && has_value && number(argv[++i], 3600 * 1000, timeout_ms))
+			continue;
+		else if (arg == "--as-uid" && has_value && number(argv[++i], 0xfffffffeL, as_uid))
+			continue;
 		else
 			return usage();
+	}
+	if (send || listen_count >= 0) {
+		if (send == (listen_count >= 0) || (listen_count >= 0 && timeout_ms < 0))
+			return usage();
+		if (as_uid >= 0 && !become_user(static_cast<uid_t>(as_uid)))
+			return 2;
+		return send ? send_hint(phase_id) : listen_hints(listen_count, timeout_ms);
 	}
 	if (rules >= 0) {
 		const uint32_t idx = if_nametoindex(dev.c_str());
@@ -404,6 +1010,8 @@ int main(int argc, char **argv)
 	out.begin_array();
 	int failures = 0;
 	for (const Case &c : all_cases()) {
+		if (!std::string_view(c.name).starts_with(only))
+			continue;
 		if (c.unprivileged && !drop_net_admin()) {
 			std::fprintf(stderr, "gp-nlprobe: cannot drop CAP_NET_ADMIN\n");
 			return 2;
@@ -425,10 +1033,14 @@ int main(int argc, char **argv)
 			family = *id;
 		}
 		RequestBuffer buf;
-		c.build(buf, family, ifindex, plain);
+		LargeRequest large;
+		if (c.build_large)
+			large = c.build_large(family);
+		else
+			c.build(buf, family, ifindex, plain);
 		if (c.unprivileged)
 			drop_net_admin();	// the sender's capabilities count too
-		const auto result = sock->transact(buf);
+		const auto result = c.build_large ? transact_large(*sock, large) : sock->transact(buf);
 		if (c.unprivileged)
 			restore_net_admin();
 
@@ -436,7 +1048,8 @@ int main(int argc, char **argv)
 		const std::string message = result ? "" : result.error().message;
 		// describe_failure falls back to strerror when the kernel sent no text: detect that
 		const bool has_extack = !result && message != std::strerror(err);
-		const bool ok = err == c.expected_errno && has_extack;
+		const bool right_text = !c.want_text || message.find(c.want_text) != std::string::npos;
+		const bool ok = err == c.expected_errno && has_extack && right_text;
 		failures += !ok;
 		if (json) {
 			out.begin_object()

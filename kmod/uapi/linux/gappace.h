@@ -109,7 +109,9 @@ enum gappace_cmd {
 	 * the kernel stamps the sender (HINT_SENDER_PID/UID/NETNS; a request
 	 * that carries them is refused), and multicasts {HINT{...}} with this
 	 * command to the GAPPACE_MCGRP_HINTS group of the sender's network
-	 * namespace, where gappaced listens. ESRCH when nobody listens. */
+	 * namespace, where gappaced listens. ESRCH when nobody listens;
+	 * EOPNOTSUPP from kernels that cannot keep unprivileged processes out
+	 * of the group (no GENL_MCAST_CAP_NET_ADMIN): use the Unix socket. */
 	GAPPACE_CMD_HINT,
 	__GAPPACE_CMD_MAX
 };
@@ -220,7 +222,10 @@ enum gappace_a_rto {
  */
 #define GAPPACE_MCGRP_HINTS	"hints"
 #define GAPPACE_HINTS_SOCKET	"/run/gappace/hints.sock"
-#define GAPPACE_HINT_MAX_PEERS	1024	/* peers per message */
+/* Peers per message. The hint nest, with the kernel's 24-byte stamp, must
+ * also fit an attribute's 16-bit length: full IPv6 tuples (68 bytes each)
+ * reach that first, at about 960 peers (EMSGSIZE). */
+#define GAPPACE_HINT_MAX_PEERS	1024
 
 enum gappace_hint_event {
 	GAPPACE_HINT_EVENT_BEGIN = 1,	/* a phase starts: plan and apply */
@@ -278,7 +283,7 @@ enum gappace_a_hint {
 	GAPPACE_A_HINT_DURATION_NS,	/* u64 (END): measured phase duration */
 	GAPPACE_A_HINT_PEER,		/* nest, enum gappace_a_peer; repeated, one per peer */
 	GAPPACE_A_HINT_SENDER_PID,	/* u32, stamped: thread-group id of the sender */
-	GAPPACE_A_HINT_SENDER_UID,	/* u32, stamped: uid in the initial user namespace */
+	GAPPACE_A_HINT_SENDER_UID,	/* u32, stamped: effective uid in the initial user namespace (what SO_PEERCRED gives the socket carrier) */
 	GAPPACE_A_HINT_SENDER_NETNS,	/* u32, stamped: inode number of the sender's netns */
 	__GAPPACE_A_HINT_MAX
 };

@@ -40,7 +40,12 @@ expect_rto() {
     local r
     r=$(rto_ms "$1")
     echo "$4: rto $r ms (want $2 $3)" >>"$log"
-    [ -n "$r" ] && [ "$r" "$2" "$3" ] || gp_fail "$4: rto ${r:-none} ms, want $2 $3"
+    if ! { [ -n "$r" ] && [ "$r" "$2" "$3" ]; }; then
+        gp_fail "$4: rto ${r:-none} ms, want $2 $3"
+        # For the diagnosis: every connection's estimator state, and the overrides.
+        ss -tin state established >>"$log" 2>&1
+        gapctl -j rto show >>"$log" 2>&1
+    fi
 }
 holder=
 hold() { # gapctl rto set ... kept running: the override is its lease

@@ -348,17 +348,16 @@ void Daemon::on_socket_client(int fd)
 			hint_clients_.erase(fd);
 			return;
 		}
-		++counters_.hints_received;
-		++counters_.hints_socket;
 		const auto *nlh = reinterpret_cast<const nlmsghdr *>(buffer.data());
 		if (static_cast<size_t>(n) > buffer.size() || static_cast<size_t>(n) < sizeof(nlmsghdr) ||
 		    nlh->nlmsg_len != static_cast<size_t>(n)) {
+			// Received but never decoded: counted here; handle_hint counts the others.
+			++counters_.hints_received;
+			++counters_.hints_socket;
 			++counters_.hints_malformed;
 			log(LOG_WARNING, "hint from pid " + std::to_string(sender.pid) + ": not one netlink message per datagram");
 			continue;
 		}
-		--counters_.hints_received; // handle_hint counts it
-		--counters_.hints_socket;
 		handle_hint(nlh, false, sender);
 	}
 }

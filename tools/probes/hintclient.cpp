@@ -25,23 +25,20 @@
 #include <string>
 #include <vector>
 
+#include "endpoint.hpp"
 #include "gapctl.h"
 
 namespace {
 
+// "10.0.0.1:5001", "[fd00::1]:5001", as ss prints it.
 std::string endpoint_of(const sockaddr_storage &ss)
 {
-	char host[INET6_ADDRSTRLEN] = "?";
-	uint16_t port = 0;
 	if (ss.ss_family == AF_INET) {
 		auto *a = reinterpret_cast<const sockaddr_in *>(&ss);
-		inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
-		port = ntohs(a->sin_port);
-		return std::string(host) + ":" + std::to_string(port);
+		return gp::format_endpoint(gp::make_endpoint(AF_INET, &a->sin_addr, ntohs(a->sin_port)));
 	}
 	auto *a = reinterpret_cast<const sockaddr_in6 *>(&ss);
-	inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
-	return "[" + std::string(host) + "]:" + std::to_string(ntohs(a->sin6_port));
+	return gp::format_endpoint(gp::make_endpoint(AF_INET6, &a->sin6_addr, ntohs(a->sin6_port)));
 }
 
 int connect_to(const std::string &host, const std::string &port, std::string &error)

@@ -16,7 +16,7 @@ REPO_ROOT=$(cd -- "$SCRIPT_DIR/../.." && pwd)
 
 # name : guest timeout (s) : capture?
 TESTS=(pacing:900:capture lifecycle:300: badinput:300: rto:300: tailloss:300: hints:300: control:300:)
-TIMING_SENSITIVE="rto tailloss"	# retried once on failure, reported as such (see below)
+TIMING_SENSITIVE="tailloss"	# retried once on failure, reported as such (see below)
 LINK_BITS=1000000	# the pacing test's declared link rate (tests/pacing.sh: gp.linkmbit=1)
 
 BUILD=
@@ -96,9 +96,8 @@ for kver in "${KERNELS[@]}"; do
 			"$SCRIPT_DIR/run-guest.sh" "${args[@]}" || rc=$?
 		fi
 		if ((rc)) && [[ -z $retried && " $TIMING_SENSITIVE " == *" $name "* ]]; then
-			# Open: once in a while a connection's RTO does not follow a peer-wide override
-			# under TCG (seen on both kernels in one CI run, not reproduced since; the
-			# test now logs ss -tin when it happens). Keep the evidence, run once more, say so.
+			# Its thresholds depend on RTT samples the emulator jitters. Keep the evidence,
+			# run once more, say so.
 			rm -rf "${out:?}.timing"
 			mv "$out" "$out.timing"
 			echo "RETRY: $name on $kver failed once ($(grep -a GP-RESULT "$out.timing/console.log" | head -n 1)); first run kept in $out.timing" >&2

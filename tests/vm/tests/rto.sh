@@ -87,10 +87,12 @@ expect_rto 6000 -ge 200 "owner killed"
 [ "$(gapctl -j rto show)" = "[]" ] || gp_fail "overrides left after the owner died: $(gapctl -j rto show)"
 
 # --- TTL: the override ends by itself while its owner still runs
-hold peer 10.0.0.2 5ms ttl 700ms
+# The TTL must outlast hold's 0.5 s plus both checks: with 700 ms, a slow guest read the
+# second connection after its override had already ended (two CI runs, both kernels).
+hold peer 10.0.0.2 5ms ttl 2500ms
 expect_rto 6000 -le 100 "peer-wide set, conn 1"
 expect_rto 6001 -le 100 "peer-wide set, conn 2"
-sleep 1
+sleep 2.5
 expect_rto 6000 -ge 200 "ttl passed, conn 1"
 expect_rto 6001 -ge 200 "ttl passed, conn 2"
 release

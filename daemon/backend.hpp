@@ -60,6 +60,9 @@ public:
 	virtual void revert(Applied &applied, std::vector<std::string> &errors) = 0;
 	// Everything this backend still holds (shutdown).
 	virtual void revert_all(std::vector<std::string> &errors) = 0;
+	// Writes down bookkeeping that may lag behind (the stock backend's state file after
+	// reverts); called from the daemon's tick and at shutdown.
+	virtual void flush(std::vector<std::string> &errors) { (void)errors; }
 	// Settings live now, for `gapctl daemon show`: key -> description.
 	virtual std::map<std::string, std::string> live() const = 0;
 };

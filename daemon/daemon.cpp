@@ -583,6 +583,7 @@ void Daemon::revert_everything(const char *why)
 		end_phase(pid, id, 0, why);
 	std::vector<std::string> errors;
 	backend_->revert_all(errors);
+	backend_->flush(errors);
 	for (const std::string &e : errors)
 		log(LOG_WARNING, "shutdown: " + e);
 }
@@ -647,6 +648,18 @@ void Daemon::on_tick()
 		end_phase(pid, id, 0, why);
 	release_lingering(std::nullopt, true);
 	std::erase_if(resolved_, [&](const auto &entry) { return entry.second.until <= now; });
+	flush_backend("tick");
+}
+
+void Daemon::flush_backend(const char *when)
+{
+	std::vector<std::string> errors;
+	backend_->flush(errors);
+	counters_.apply_errors += errors.size();
+	for (const std::string &e : errors) {
+		log(LOG_WARNING, std::string(when) + ": " + e);
+		recent_errors_.push_back(e);
+	}
 }
 
 void Daemon::on_accept_control()

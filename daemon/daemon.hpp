@@ -90,6 +90,7 @@ private:
 	void on_control_client(int fd);
 	void on_signal();
 	void on_tick();
+	void flush_backend(const char *when);
 	void handle_hint(const nlmsghdr *nlh, bool from_kernel, std::optional<hint::Sender> peer_cred);
 	void begin_phase(hint::Hint hint, bool from_kernel, std::chrono::steady_clock::time_point received);
 	void end_phase(uint64_t key_pid, uint64_t phase_id, uint64_t duration_ns, const char *why);

@@ -120,6 +120,12 @@ public:
 		routes_held_.clear();
 	}
 
+	void flush(std::vector<std::string> &errors) override
+	{
+		if (auto done = store_.flush(); !done)
+			errors.push_back("state file: " + done.error().message);
+	}
+
 	std::map<std::string, std::string> live() const override
 	{
 		std::map<std::string, std::string> out;

@@ -5,12 +5,14 @@
 // pacing off again: after a revert to the unlimited rate the socket still paces, at the rate
 // TCP computes for itself (120..200 % of cwnd * mss / srtt), which does not limit a flow.
 #include <fcntl.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 
 #include "internal.hpp"
@@ -85,6 +87,48 @@ Expected<detail::Undone> put_back(const PacingRecord &record)
 	return detail::Undone::reverted;
 }
 
+
+Expected<UniqueFd> open_pidfd(pid_t pid)
+{
+	UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+	if (!pidfd) {
+		const int err = errno;
+		if (err == ESRCH)
+			return make_error(ESRCH, "process " + std::to_string(pid) + " does not exist");
+		return system_error(err, "pidfd_open(" + std::to_string(pid) + ")");
+	}
+	return pidfd;
+}
+
+// Socket `inode` of the process behind `pidfd`: at fd `fd_hint` if it is still there (the
+// inode came from sock_diag's TCP table or from our record of it, so an equal inode is that
+// TCP socket), else found by scanning the process's fd table.
+Expected<BorrowedSocket> borrow_socket(int pidfd, pid_t pid, uint64_t inode, int fd_hint)
+{
+	if (fd_hint >= 0) {
+		auto hinted = try_fd(pidfd, fd_hint, pid, inode);
+		if (!hinted)
+			return hinted.error();
+		if (*hinted)
+			return BorrowedSocket{std::move(**hinted), fd_hint};
+	}
+	const uint64_t wanted[] = {inode};
+	auto candidates = process_sockets(pid, wanted);
+	if (!candidates)
+		return candidates.error();
+	for (const ProcessSocket &candidate : *candidates) {
+		auto duplicate = try_fd(pidfd, candidate.fd, pid, inode);
+		if (!duplicate)
+			return duplicate.error();
+		if (!*duplicate)
+			continue;
+		if (auto tcp = check_tcp((*duplicate)->get(), pid, inode); !tcp)
+			return tcp.error();
+		return BorrowedSocket{std::move(**duplicate), candidate.fd};
+	}
+	return make_error(ENOENT, "process " + std::to_string(pid) + " holds no socket " + std::to_string(inode));
+}
+
 } // namespace
 
 Expected<BorrowedSocket> duplicate_process_socket(pid_t pid, uint64_t inode, std::optional<uint64_t> expected_start_time,
@@ -96,13 +140,9 @@ Expected<BorrowedSocket> duplicate_process_socket(pid_t pid, uint64_t inode, std
 		return make_error(EINVAL, "invalid socket inode 0");
 	// The pidfd first: it keeps naming this process even if the pid is reused later, so one
 	// start-time check after opening it is enough.
-	UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
-	if (!pidfd) {
-		const int err = errno;
-		if (err == ESRCH)
-			return make_error(ESRCH, "process " + std::to_string(pid) + " does not exist");
-		return system_error(err, "pidfd_open(" + std::to_string(pid) + ")");
-	}
+	auto pidfd = open_pidfd(pid);
+	if (!pidfd)
+		return pidfd.error();
 	if (expected_start_time) {
 		auto start_time = process_start_time(pid);
 		if (!start_time)
@@ -110,31 +150,7 @@ Expected<BorrowedSocket> duplicate_process_socket(pid_t pid, uint64_t inode, std
 		if (*start_time != *expected_start_time)
 			return make_error(ESRCH, "pid " + std::to_string(pid) + " now names another process");
 	}
-	if (fd_hint >= 0) {
-		auto hinted = try_fd(pidfd.get(), fd_hint, pid, inode);
-		if (!hinted)
-			return hinted.error();
-		if (*hinted) {
-			if (auto tcp = check_tcp((*hinted)->get(), pid, inode); !tcp)
-				return tcp.error();
-			return BorrowedSocket{std::move(**hinted), fd_hint};
-		}
-	}
-	const uint64_t wanted[] = {inode};
-	auto candidates = process_sockets(pid, wanted);
-	if (!candidates)
-		return candidates.error();
-	for (const ProcessSocket &candidate : *candidates) {
-		auto duplicate = try_fd(pidfd.get(), candidate.fd, pid, inode);
-		if (!duplicate)
-			return duplicate.error();
-		if (!*duplicate)
-			continue;
-		if (auto tcp = check_tcp((*duplicate)->get(), pid, inode); !tcp)
-			return tcp.error();
-		return BorrowedSocket{std::move(**duplicate), candidate.fd};
-	}
-	return make_error(ENOENT, "process " + std::to_string(pid) + " holds no socket " + std::to_string(inode));
+	return borrow_socket(pidfd->get(), pid, inode, fd_hint);
 }
 
 Expected<uint64_t> get_max_pacing_rate(int socket_fd)
@@ -170,18 +186,56 @@ Expected<uint64_t> pacing_bytes_per_second(uint64_t bits_per_second)
 	return bits_per_second / 8;
 }
 
+Expected<PacingActuator::ProcessHandle *> PacingActuator::process(pid_t pid)
+{
+	if (pid <= 0)
+		return make_error(EINVAL, "invalid pid " + std::to_string(pid));
+	if (auto it = processes_.find(pid); it != processes_.end())
+		return &it->second;
+	// Handles of processes that exited are dropped when a change finds them gone; this
+	// bound only matters for a daemon serving very many short-lived senders.
+	if (processes_.size() >= kMaxProcessHandles)
+		processes_.clear();
+	auto pidfd = open_pidfd(pid);
+	if (!pidfd)
+		return pidfd.error();
+	// Read after the pidfd exists: if `pid` still has this start time now, the pidfd names
+	// the process the caller meant, whatever happens to the number later.
+	auto start_time = process_start_time(pid);
+	if (!start_time)
+		return start_time.error();
+	auto [it, inserted] = processes_.emplace(pid, ProcessHandle{std::move(*pidfd), *start_time});
+	return &it->second;
+}
+
+void PacingActuator::forget_if_exited(pid_t pid)
+{
+	auto it = processes_.find(pid);
+	if (it == processes_.end())
+		return;
+	pollfd exited{it->second.pidfd.get(), POLLIN, 0};
+	if (poll(&exited, 1, 0) != 0)
+		processes_.erase(it);
+}
+
 Expected<void> PacingActuator::apply(pid_t pid, uint64_t inode, uint64_t bits_per_second, int fd_hint)
 {
 	auto bytes_per_second = pacing_bytes_per_second(bits_per_second);
 	if (!bytes_per_second)
 		return bytes_per_second.error();
-	auto start_time = process_start_time(pid);
-	if (!start_time)
-		return start_time.error();
-	const PacingRecord *existing = store_.find_pacing(pid, *start_time, inode);
-	auto borrowed = duplicate_process_socket(pid, inode, *start_time, existing ? existing->fd : fd_hint);
-	if (!borrowed)
+	if (inode == 0)
+		return make_error(EINVAL, "invalid socket inode 0");
+	auto handle = process(pid);
+	if (!handle)
+		return handle.error();
+	const uint64_t start_time = (*handle)->start_time;
+	const PacingRecord *existing = store_.find_pacing(pid, start_time, inode);
+	auto borrowed = borrow_socket((*handle)->pidfd.get(), pid, inode, existing ? existing->fd : fd_hint);
+	if (!borrowed) {
+		if (borrowed.error().err == ESRCH)
+			processes_.erase(pid);
 		return borrowed.error();
+	}
 
 	PacingRecord record;
 	std::optional<PacingRecord> previous;
@@ -193,22 +247,26 @@ Expected<void> PacingActuator::apply(pid_t pid, uint64_t inode, uint64_t bits_pe
 		if (!original)
 			return detail::with_context(original.error(), socket_name(pid, inode));
 		record.pid = pid;
-		record.start_time = *start_time;
+		record.start_time = start_time;
 		record.inode = inode;
 		record.original_bytes_per_second = *original;
 	}
 	record.fd = borrowed->fd_in_process;
 	record.applied_bytes_per_second = *bytes_per_second;
 
-	// On disk before the socket changes: a crash after this line leaves a record to undo.
-	if (auto saved = store_.put(record); !saved)
+	// On disk before the socket changes: a crash after this line leaves a record to undo. A
+	// socket we hold a record of already only changes its cap, which restoring ignores.
+	if (previous && previous->fd == record.fd) {
+		store_.update(record);
+	} else if (auto saved = store_.put(record); !saved) {
 		return saved.error();
+	}
 	if (auto set = set_max_pacing_rate(borrowed->socket.get(), *bytes_per_second); !set) {
 		// The socket kept its rate: the record must say what is true again.
 		if (previous)
-			store_.put(*previous);
+			store_.update(*previous);
 		else
-			store_.erase_pacing(pid, *start_time, inode);
+			store_.erase_pacing(pid, start_time, inode);
 		return detail::with_context(set.error(), socket_name(pid, inode));
 	}
 	return {};
@@ -224,10 +282,29 @@ Expected<void> PacingActuator::revert(pid_t pid, uint64_t inode)
 	if (!found)
 		return make_error(ENOENT, "no pacing was applied to " + socket_name(pid, inode));
 	const PacingRecord record = *found;
-	auto undone = put_back(record);
+	Expected<detail::Undone> undone = detail::Undone::gone;
+	auto handle = processes_.find(pid);
+	if (handle != processes_.end() && handle->second.start_time == record.start_time) {
+		auto borrowed = borrow_socket(handle->second.pidfd.get(), pid, inode, record.fd);
+		if (borrowed) {
+			auto set = set_max_pacing_rate(borrowed->socket.get(), record.original_bytes_per_second);
+			if (!set)
+				undone = detail::with_context(set.error(), socket_name(pid, inode));
+			else
+				undone = detail::Undone::reverted;
+		} else if (borrowed.error().err != ESRCH && borrowed.error().err != ENOENT) {
+			undone = borrowed.error();
+		}
+	} else {
+		undone = put_back(record);
+	}
 	if (!undone)
 		return undone.error();
-	return store_.erase_pacing(record.pid, record.start_time, record.inode);
+	auto erased = store_.erase_pacing(record.pid, record.start_time, record.inode);
+	if (std::none_of(store_.state().pacing.begin(), store_.state().pacing.end(),
+			 [&](const PacingRecord &r) { return r.pid == pid; }))
+		forget_if_exited(pid);
+	return erased;
 }
 
 Expected<void> PacingActuator::revert_all()

@@ -280,16 +280,15 @@ Expected<void> validate(const Endpoint &peer, const RouteSettings &settings)
 
 } // namespace
 
-Expected<RouteInUse> lookup_route(const Endpoint &peer_endpoint)
+namespace {
+
+Expected<RouteInUse> lookup_route_with(NetlinkSocket &netlink, const Endpoint &peer_endpoint)
 {
 	const Endpoint peer = address_only(peer_endpoint);
 	if (peer.family != AF_INET && peer.family != AF_INET6)
 		return make_error(EINVAL, "peer address must be IPv4 or IPv6");
 	const std::string name = format_endpoint(peer);
-	auto netlink = open_rtnetlink();
-	if (!netlink)
-		return netlink.error();
-	auto used = get_route(*netlink, peer, false);
+	auto used = get_route(netlink, peer, false);
 	if (!used)
 		return with_context(used.error(), "no route to " + name);
 	if (used->header.rtm_type != RTN_UNICAST)
@@ -297,7 +296,7 @@ Expected<RouteInUse> lookup_route(const Endpoint &peer_endpoint)
 						  " route, not a unicast one");
 	if (used->has_via)
 		return make_error(EOPNOTSUPP, "the route to " + name + " uses a nexthop of another family (via)");
-	auto entry = get_route(*netlink, peer, true);
+	auto entry = get_route(netlink, peer, true);
 	if (!entry)
 		return with_context(entry.error(), "no FIB entry for " + name);
 
@@ -314,6 +313,27 @@ Expected<RouteInUse> lookup_route(const Endpoint &peer_endpoint)
 	return route;
 }
 
+} // namespace
+
+Expected<RouteInUse> lookup_route(const Endpoint &peer)
+{
+	auto netlink = open_rtnetlink();
+	if (!netlink)
+		return netlink.error();
+	return lookup_route_with(*netlink, peer);
+}
+
+Expected<NetlinkSocket *> RouteActuator::netlink()
+{
+	if (!netlink_) {
+		auto opened = open_rtnetlink();
+		if (!opened)
+			return opened.error();
+		netlink_.emplace(std::move(*opened));
+	}
+	return &*netlink_;
+}
+
 Expected<void> RouteActuator::apply(const Endpoint &peer_endpoint, const RouteSettings &settings)
 {
 	const Endpoint peer = address_only(peer_endpoint);
@@ -322,9 +342,14 @@ Expected<void> RouteActuator::apply(const Endpoint &peer_endpoint, const RouteSe
 	const std::string name = format_endpoint(peer);
 	const RouteRecord *existing = store_.find_route(peer);
 
-	auto in_use = lookup_route(peer);
-	if (!in_use)
+	auto netlink = this->netlink();
+	if (!netlink)
+		return netlink.error();
+	auto in_use = lookup_route_with(**netlink, peer);
+	if (!in_use) {
+		netlink_.reset(); // a failed exchange may leave replies behind: start clean
 		return in_use.error();
+	}
 	const bool host_route_in_use = in_use->fib_dst_len == host_prefix_len(peer.family);
 	if (host_route_in_use && in_use->fib_protocol != kRouteProtocolGappace)
 		return make_error(EEXIST, "a host route to " + name + " (protocol " +
@@ -358,15 +383,13 @@ Expected<void> RouteActuator::apply(const Endpoint &peer_endpoint, const RouteSe
 	if (previous && *previous == record && ours_in_place)
 		return {}; // nothing changes
 
-	auto netlink = open_rtnetlink();
-	if (!netlink)
-		return netlink.error();
 	// On disk before the route exists: a crash after this line leaves a record to undo.
 	if (auto saved = store_.put(record); !saved)
 		return saved.error();
 	RequestBuffer request;
 	encode_host_route(request, peer, base, settings, ours_in_place);
-	if (auto added = netlink->transact(request); !added) {
+	if (auto added = (*netlink)->transact(request); !added) {
+		netlink_.reset();
 		if (previous && ours_in_place)
 			store_.put(*previous);
 		else
@@ -387,9 +410,14 @@ Expected<void> RouteActuator::revert(const Endpoint &peer_endpoint)
 	if (!found)
 		return make_error(ENOENT, "we added no route to " + format_endpoint(peer));
 	const RouteRecord record = *found;
-	auto undone = detail::undo_route(record);
-	if (!undone)
+	auto netlink = this->netlink();
+	if (!netlink)
+		return netlink.error();
+	auto undone = delete_route(**netlink, record);
+	if (!undone) {
+		netlink_.reset();
 		return undone.error();
+	}
 	replaced_.erase(format_endpoint(peer));
 	return store_.erase_route(peer);
 }

@@ -305,12 +305,14 @@ Expected<uint64_t> current_netns_inode()
 	return static_cast<uint64_t>(st.st_ino);
 }
 
-Expected<void> write_state_file(const std::string &path, const StockState &state)
+Expected<void> write_state_file(const std::string &path, const StockState &state, bool create_directory)
 {
 	if (path.empty())
 		return make_error(EINVAL, "state file: empty path");
-	if (auto made = make_directories(directory_of(path)); !made)
-		return made;
+	if (create_directory) {
+		if (auto made = make_directories(directory_of(path)); !made)
+			return made;
+	}
 	// The temporary file is in the same directory, so rename() replaces the old file in one
 	// step: a reader (or a crash) sees the old state or the new one, never half of one.
 	const std::string temporary = path + ".tmp";
@@ -357,10 +359,19 @@ Expected<StateStore> StateStore::create(std::string path)
 
 Expected<void> StateStore::write(const StockState &next)
 {
-	if (auto written = write_state_file(path_, next); !written)
+	// create() made the directory; someone deleting it meanwhile gets a clear error instead.
+	if (auto written = write_state_file(path_, next, false); !written)
 		return written;
 	state_ = next;
+	dirty_ = false;
 	return {};
+}
+
+Expected<void> StateStore::flush()
+{
+	if (!dirty_)
+		return {};
+	return write(state_);
 }
 
 Expected<void> StateStore::put(const RouteRecord &record)
@@ -390,13 +401,28 @@ Expected<void> StateStore::put(const PacingRecord &record)
 	return write(next);
 }
 
+void StateStore::update(const PacingRecord &record)
+{
+	for (PacingRecord &r : state_.pacing) {
+		if (r.pid == record.pid && r.start_time == record.start_time && r.inode == record.inode) {
+			r = record;
+			dirty_ = true;
+			return;
+		}
+	}
+	state_.pacing.push_back(record);
+	dirty_ = true;
+}
+
 Expected<void> StateStore::erase_route(const Endpoint &peer)
 {
 	StockState next = state_;
 	std::erase_if(next.routes, [&](const RouteRecord &r) { return same_address(r.peer, peer); });
 	if (next.routes.size() == state_.routes.size())
 		return {};
-	return write(next);
+	state_ = std::move(next);
+	dirty_ = true;
+	return {};
 }
 
 Expected<void> StateStore::erase_pacing(pid_t pid, uint64_t start_time, uint64_t inode)
@@ -407,7 +433,9 @@ Expected<void> StateStore::erase_pacing(pid_t pid, uint64_t start_time, uint64_t
 	});
 	if (next.pacing.size() == state_.pacing.size())
 		return {};
-	return write(next);
+	state_ = std::move(next);
+	dirty_ = true;
+	return {};
 }
 
 const RouteRecord *StateStore::find_route(const Endpoint &peer) const

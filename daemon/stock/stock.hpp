@@ -24,6 +24,7 @@
 
 #include "endpoint.hpp"
 #include "expected.hpp"
+#include "netlink.hpp"
 #include "unique_fd.hpp"
 
 namespace gp::stock {
@@ -130,9 +131,18 @@ public:
 	// Adds or replaces the record of the same peer / the same (pid, start time, inode).
 	Expected<void> put(const RouteRecord &record);
 	Expected<void> put(const PacingRecord &record);
-	// Removes a record; removing one that is not there is not an error.
+	// Changes a record in memory only (written with the next put() or flush()): for changes
+	// that restoring does not depend on, such as the cap applied to a recorded socket.
+	void update(const PacingRecord &record);
+	// Removes a record; removing one that is not there is not an error. Removals reach the
+	// file with the next put() or flush(), not at once: a record of a setting already undone
+	// is harmless (undoing it again finds it gone or restores what is there), while a setting
+	// without a record would leak. So only additions are written ahead of the change.
 	Expected<void> erase_route(const Endpoint &peer);
 	Expected<void> erase_pacing(pid_t pid, uint64_t start_time, uint64_t inode);
+	// Writes pending removals, if any (the daemon calls it once per event-loop round).
+	Expected<void> flush();
+	bool dirty() const { return dirty_; }
 
 	const RouteRecord *find_route(const Endpoint &peer) const;
 	const PacingRecord *find_pacing(pid_t pid, uint64_t start_time, uint64_t inode) const;
@@ -143,10 +153,11 @@ private:
 
 	std::string path_;
 	StockState state_;
+	bool dirty_ = false;	// state_ has removals the file does not have yet
 };
 
 // Writes `state` to `path` atomically (temporary file in the same directory, fsync, rename).
-Expected<void> write_state_file(const std::string &path, const StockState &state);
+Expected<void> write_state_file(const std::string &path, const StockState &state, bool create_directory = true);
 
 // ------------------------------------------------------------------ pacing
 
@@ -195,7 +206,19 @@ public:
 	Expected<void> revert_all();
 
 private:
+	// An open pidfd per process we change sockets of, with the start time checked when it
+	// was opened: a pidfd keeps naming that process, so later changes need neither a new
+	// pidfd nor /proc reads. Dropped when the process is gone.
+	struct ProcessHandle {
+		UniqueFd pidfd;
+		uint64_t start_time = 0;
+	};
+	static constexpr size_t kMaxProcessHandles = 1024;
+	Expected<ProcessHandle *> process(pid_t pid);
+	void forget_if_exited(pid_t pid);
+
 	StateStore &store_;
+	std::map<pid_t, ProcessHandle> processes_;
 };
 
 // ------------------------------------------------------------------ route metrics
@@ -249,7 +272,11 @@ public:
 	Expected<void> revert_all();
 
 private:
+	// One rtnetlink socket for every change, opened on first use and again after a failure.
+	Expected<NetlinkSocket *> netlink();
+
 	StateStore &store_;
+	std::optional<NetlinkSocket> netlink_;
 	// The route in use before ours, per peer (format_endpoint): a new apply to the same peer
 	// must copy its metrics, not those of our own route.
 	std::map<std::string, RouteInUse> replaced_;

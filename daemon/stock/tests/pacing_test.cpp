@@ -82,6 +82,7 @@ TEST_P(Pacing, CapsAFlowAndRevertsIt)
 	ASSERT_TRUE(reverted) << reverted.error().message;
 	EXPECT_EQ(client->pacing_rate_seen_by_owner(), kUnlimitedPacingRate);
 	EXPECT_TRUE(store_->state().pacing.empty());
+	ASSERT_TRUE(store_->flush()); // removals reach the file lazily
 	auto on_disk = load_state(store_->path());
 	ASSERT_TRUE(on_disk);
 	EXPECT_TRUE(on_disk->pacing.empty());

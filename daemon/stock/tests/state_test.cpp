@@ -150,7 +150,7 @@ TEST(StateFile, WriteFailsWithAClearMessage)
 	EXPECT_NE(written.error().message.find("is not a directory"), std::string::npos) << written.error().message;
 }
 
-TEST(StateStore, RecordsAreOnDiskAtOnce)
+TEST(StateStore, AdditionsAreOnDiskAtOnceRemovalsAtFlush)
 {
 	testing::TempDir dir;
 	const std::string path = dir.path() + "/state.json";
@@ -185,10 +185,28 @@ TEST(StateStore, RecordsAreOnDiskAtOnce)
 	ASSERT_TRUE(store->erase_route(sample.routes[0].peer));
 	ASSERT_TRUE(store->erase_pacing(sample.pacing[0].pid, sample.pacing[0].start_time, sample.pacing[0].inode));
 	ASSERT_TRUE(store->erase_route(sample.routes[0].peer)) << "erasing twice is fine";
+	EXPECT_TRUE(store->state().empty());
+	// Removals are lazy (a stale record is harmless, a missing one leaks a setting): the file
+	// still has both records until the next write.
+	EXPECT_TRUE(store->dirty());
+	on_disk = load_state(path);
+	ASSERT_TRUE(on_disk);
+	EXPECT_EQ(on_disk->routes.size(), 1u);
+	EXPECT_EQ(on_disk->pacing.size(), 1u);
+	ASSERT_TRUE(store->flush());
+	EXPECT_FALSE(store->dirty());
 	on_disk = load_state(path);
 	ASSERT_TRUE(on_disk);
 	EXPECT_TRUE(on_disk->empty());
-	EXPECT_TRUE(store->state().empty());
+
+	// An addition writes the pending removals with it.
+	ASSERT_TRUE(store->put(sample.pacing[0]));
+	ASSERT_TRUE(store->erase_pacing(sample.pacing[0].pid, sample.pacing[0].start_time, sample.pacing[0].inode));
+	ASSERT_TRUE(store->put(sample.routes[0]));
+	on_disk = load_state(path);
+	ASSERT_TRUE(on_disk);
+	EXPECT_EQ(on_disk->routes.size(), 1u);
+	EXPECT_TRUE(on_disk->pacing.empty());
 }
 
 TEST(StateStore, RefusesToForgetWhatAPreviousDaemonLeft)

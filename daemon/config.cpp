@@ -125,7 +125,7 @@ Expected<Config> parse_config(const std::string &text, const std::string &source
 	Config config;
 	config.source = source_name;
 	Checker check(source_name);
-	check.only_keys(root, "", {"daemon", "remedies", "rto", "pacing", "link", "bottleneck"});
+	check.only_keys(root, "", {"daemon", "remedies", "rto", "pacing", "planner", "link", "bottleneck"});
 
 	if (const toml::table *t = section(check, root, "daemon")) {
 		check.only_keys(*t, "daemon", {"backend", "hints_socket", "control_socket", "state_file", "phase_timeout",
@@ -194,13 +194,38 @@ Expected<Config> parse_config(const std::string &text, const std::string &source
 	}
 
 	if (const toml::table *t = section(check, root, "pacing")) {
-		check.only_keys(*t, "pacing", {"queue_packets", "mtu", "min_rate"});
+		check.only_keys(*t, "pacing", {"queue_packets", "mtu", "min_rate", "frame_overhead"});
+		if (auto v = check.ranged(*t, "pacing", "frame_overhead", parse_count, "90", 0, 1000, "0 .. 1000"))
+			config.frame_overhead = static_cast<uint32_t>(*v);
 		if (auto v = check.ranged(*t, "pacing", "queue_packets", parse_count, "40", 1, 1 << 20, "1 .. 1048576"))
 			config.queue_packets = static_cast<uint32_t>(*v);
 		if (auto v = check.ranged(*t, "pacing", "mtu", parse_count, "1500", 68, 65535, "68 .. 65535"))
 			config.mtu = static_cast<uint32_t>(*v);
 		if (auto v = check.ranged(*t, "pacing", "min_rate", parse_rate, "1mbit", 1000, UINT64_MAX / 2, ">= 1kbit"))
 			config.min_rate_bps = *v;
+	}
+
+	if (const toml::table *t = section(check, root, "planner")) {
+		check.only_keys(*t, "planner", {"model", "parameters", "queue_share"});
+		if (auto v = check.get<std::string>(*t, "planner", "model", "a string")) {
+			if (*v == "models" || *v == "default")
+				config.planner = *v;
+			else
+				check.fail(t->get("model")->source(), "planner.model", "must be \"models\" or \"default\"");
+		}
+		if (auto v = check.get<std::string>(*t, "planner", "parameters", "a string")) {
+			if (v->empty() || (*v)[0] != '/')
+				check.fail(t->get("parameters")->source(), "planner.parameters", "must be an absolute path");
+			else
+				config.parameters_file = *v;
+		}
+		if (const toml::node *node = t->get("queue_share")) {
+			auto v = node->value<double>();
+			if (!v || !(*v >= 0.05 && *v <= 1.0))
+				check.fail(node->source(), "planner.queue_share", "must be a number in 0.05 .. 1");
+			else
+				config.queue_share = *v;
+		}
 	}
 
 	auto array_of_tables = [&](const char *name) -> const toml::array * {

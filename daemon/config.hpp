@@ -56,6 +56,18 @@ struct Config {
 	uint32_t queue_packets = 40;		// switch output queue, frames (q)
 	uint32_t mtu = 1500;
 	uint64_t min_rate_bps = 1000000;	// never pace a connection below this
+	// Bytes a bottleneck link carries per TCP segment beyond its payload: TCP/IP headers with
+	// timestamps (52), Ethernet header and FCS (18), preamble and inter-frame gap (20). Planned
+	// rates are wire rates; the stock backend caps payload (SO_MAX_PACING_RATE counts it), so
+	// it scales them by mss / (mss + frame_overhead).
+	uint32_t frame_overhead = 90;
+
+	// [planner]
+	std::string planner = "models";		// "models" (Documentation/models.md) or "default"
+	std::string parameters_file;		// `gapctl probe` output; empty: built from the config
+	// Share of the switch queue the models may plan to fill: the rest absorbs what they do not
+	// see (ACKs, other traffic, pacing jitter, senders starting at different times).
+	double queue_share = 0.5;
 
 	std::vector<LinkOverride> links;
 	std::vector<Bottleneck> bottlenecks;

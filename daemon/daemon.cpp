@@ -115,6 +115,7 @@ void write_record(JsonWriter &j, const PhaseRecord &r)
 	j.field("carrier", r.carrier).field("began_unix_ms", r.began_unix_ms);
 	j.field("apply_latency_ns", r.apply_latency_ns);
 	j.field("resolve_ns", r.resolve_ns).field("backend_ns", r.backend_ns);
+	j.field("predicted_us", r.predicted_us).field("calibrated_us", r.calibrated_us);
 	if (!r.ended.empty())
 		j.field("ended", r.ended).field("duration_ns", r.header.duration_ns);
 	j.key("errors").begin_array();
@@ -160,7 +161,10 @@ Expected<void> Daemon::setup()
 	} else {
 		config_ = std::move(*config);
 	}
-	planner_ = std::make_unique<DefaultPlanner>();
+	auto planner = make_planner(config_);
+	if (!planner)
+		return planner.error();
+	planner_ = std::move(*planner);
 	auto netns = stock::current_netns_inode();
 	if (!netns)
 		return netns.error();
@@ -489,6 +493,8 @@ void Daemon::begin_phase(hint::Hint h, bool from_kernel, Clock::time_point recei
 	}
 	Plan plan = planner_->plan(r.header, planned, config_);
 	r.plan = plan.reason;
+	r.predicted_us = plan.predicted_us;
+	r.calibrated_us = plan.calibrated_us;
 	r.rate_bps = plan.rate_bps;
 	r.rto_min_us = plan.rto_min_us;
 	ApplyRequest request{static_cast<pid_t>(r.sender.pid), planned, targets, &plan, &config_};
@@ -537,6 +543,11 @@ void Daemon::end_phase(uint64_t pid, uint64_t phase_id, uint64_t duration_ns, co
 	PhaseRecord record = std::move(phase.record);
 	record.ended = why;
 	record.header.duration_ns = duration_ns;
+	if (std::strcmp(why, "end") == 0 && duration_ns) {
+		Plan predicted;
+		predicted.predicted_us = record.predicted_us;
+		planner_->observe(record.header, predicted, duration_ns);
+	}
 	record.errors.insert(record.errors.end(), errors.begin(), errors.end());
 	if (std::strcmp(why, "end") == 0)
 		++counters_.phases_ended;
@@ -611,11 +622,19 @@ void Daemon::reload_config()
 	auto next = load_config(options_.config_path);
 	if (!next && next.error().err == ENOENT && !options_.config_required)
 		next = Config{};
+	// The planner (and its parameter file) is part of the config: both or neither change.
+	Expected<std::unique_ptr<Planner>> planner = make_error(EINVAL, "no config");
+	if (next) {
+		planner = make_planner(*next);
+		if (!planner)
+			next = planner.error();
+	}
 	if (!next) {
 		++counters_.config_errors;
 		recent_errors_.push_back("reload: " + next.error().message);
 		log(LOG_ERR, "reload refused, keeping the running config: " + next.error().message);
 	} else {
+		planner_ = std::move(*planner);
 		if (next->backend != config_.backend || next->hints_socket != config_.hints_socket ||
 		    next->control_socket != config_.control_socket || next->state_file != config_.state_file)
 			log(LOG_WARNING, "reload: backend and socket/state paths change only with a restart");
@@ -725,6 +744,10 @@ std::string Daemon::show_json() const
 				     std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started_).count()));
 	j.field("kernel_hints", kernel_hints_.has_value()).field("hints_socket", config_.hints_socket);
 	j.field("netns", own_netns_);
+	j.end_object();
+	j.key("planner").begin_object();
+	j.field("name", planner_->name());
+	planner_->describe(j);
 	j.end_object();
 	j.key("counters").begin_object();
 	const Counters &c = counters_;

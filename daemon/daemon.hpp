@@ -65,6 +65,8 @@ struct PhaseRecord {
 	uint64_t apply_latency_ns = 0;	// hint received -> settings applied
 	uint64_t resolve_ns = 0;	// of that: finding the sender's sockets
 	uint64_t backend_ns = 0;	// of that: the backend applying the plan
+	double predicted_us = 0;	// the planner's phase time (0: none), raw and calibrated
+	double calibrated_us = 0;
 };
 
 struct Options {

@@ -3,10 +3,13 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <set>
 #include <string>
 
+#include "decision.hpp"
+#include "latency_fluctuation.hpp"
 #include "units.hpp"
 
 namespace gp::daemon {
@@ -37,6 +40,50 @@ bool one_at_a_time(uint32_t algorithm)
 	return algorithm == GAPPACE_HINT_ALGORITHM_PAIRWISE || algorithm == GAPPACE_HINT_ALGORITHM_RING;
 }
 
+// The phase's connections through one bottleneck: the peers behind it, seen from a host that
+// is not, and how many processes (k) and connections per process (f) send into it at once.
+struct Crossing {
+	const Bottleneck *bottleneck = nullptr;
+	std::vector<size_t> peers;
+	uint64_t senders = 1;
+	uint64_t fanout = 1;
+};
+
+std::vector<Crossing> crossings(const hint::Header &phase, std::span<const PlannedPeer> peers, const Config &config)
+{
+	std::vector<Crossing> out;
+	for (const Bottleneck &b : config.bottlenecks) {
+		Crossing c;
+		c.bottleneck = &b;
+		std::set<int32_t> ranks_behind;
+		size_t unranked_behind = 0;
+		for (size_t i = 0; i < peers.size(); ++i) {
+			if (!behind(b, peers[i].remote) || (peers[i].local && behind(b, *peers[i].local)))
+				continue;
+			c.peers.push_back(i);
+			if (peers[i].rank >= 0)
+				ranks_behind.insert(peers[i].rank);
+			else
+				++unranked_behind;
+		}
+		if (c.peers.empty())
+			continue;
+		const uint64_t n_behind = ranks_behind.size() + unranked_behind;
+		uint64_t senders = phase.comm_size > n_behind ? phase.comm_size - n_behind : 0;
+		if (!phase.comm_size) // unknown: us and the peers we know outside b
+			senders = peers.size() - c.peers.size() + 1;
+		c.senders = std::max<uint64_t>(senders, 1);
+		c.fanout = one_at_a_time(phase.algorithm) ? 1 : n_behind;
+		out.push_back(std::move(c));
+	}
+	return out;
+}
+
+uint64_t queue_bytes_of(const Bottleneck &b, const Config &config)
+{
+	return uint64_t{b.queue_packets ? b.queue_packets : config.queue_packets} * config.mtu;
+}
+
 } // namespace
 
 bool prefix_contains(const Prefix &prefix, const Endpoint &address)
@@ -59,40 +106,20 @@ Plan DefaultPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer
 	std::string reason;
 
 	if (config.pacing && paced_kind(phase.kind) && phase.bytes_per_peer) {
-		for (const Bottleneck &b : config.bottlenecks) {
-			// Peers behind b, seen from a host that is not behind it.
-			std::vector<size_t> crossing;
-			std::set<int32_t> ranks_behind;
-			size_t unranked_behind = 0;
-			for (size_t i = 0; i < peers.size(); ++i) {
-				if (!behind(b, peers[i].remote) || (peers[i].local && behind(b, *peers[i].local)))
-					continue;
-				crossing.push_back(i);
-				if (peers[i].rank >= 0)
-					ranks_behind.insert(peers[i].rank);
-				else
-					++unranked_behind;
-			}
-			if (crossing.empty())
-				continue;
-			const uint64_t n_behind = ranks_behind.size() + unranked_behind;
-			uint64_t senders = phase.comm_size > n_behind ? phase.comm_size - n_behind : 0;
-			if (!phase.comm_size) // unknown: us and the peers we know outside b
-				senders = peers.size() - crossing.size() + 1;
-			senders = std::max<uint64_t>(senders, 1);
-			const uint64_t fanout = one_at_a_time(phase.algorithm) ? 1 : n_behind;
-			const uint64_t queue_bytes = uint64_t{b.queue_packets ? b.queue_packets : config.queue_packets} * config.mtu;
-			const uint64_t burst = senders * fanout * phase.bytes_per_peer;
+		for (const Crossing &c : crossings(phase, peers, config)) {
+			const Bottleneck &b = *c.bottleneck;
+			const uint64_t queue_bytes = queue_bytes_of(b, config);
+			const uint64_t burst = c.senders * c.fanout * phase.bytes_per_peer;
 			if (burst <= queue_bytes) {
 				reason += b.name + ": burst " + std::to_string(burst) + " B fits the queue (" +
 					  std::to_string(queue_bytes) + " B), not paced; ";
 				continue;
 			}
-			const uint64_t rate = std::max(config.min_rate_bps, b.capacity_bps / (senders * fanout));
-			for (size_t i : crossing)
+			const uint64_t rate = std::max(config.min_rate_bps, b.capacity_bps / (c.senders * c.fanout));
+			for (size_t i : c.peers)
 				plan.rate_bps[i] = plan.rate_bps[i] ? std::min(plan.rate_bps[i], rate) : rate;
-			reason += b.name + ": " + std::to_string(crossing.size()) + " peers, k=" + std::to_string(senders) +
-				  " f=" + std::to_string(fanout) + " -> " + format_rate(rate) + " per connection; ";
+			reason += b.name + ": " + std::to_string(c.peers.size()) + " peers, k=" + std::to_string(c.senders) +
+				  " f=" + std::to_string(c.fanout) + " -> " + format_rate(rate) + " per connection; ";
 		}
 	}
 
@@ -104,6 +131,150 @@ Plan DefaultPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer
 		reason = "nothing to do";
 	plan.reason = std::move(reason);
 	return plan;
+}
+
+} // namespace gp::daemon
+
+namespace gp::daemon {
+namespace {
+
+// Linux's TCP_RTO_MIN: what a tail loss costs when nobody lowers the floor.
+constexpr double kStockRtoUs = 200000;
+// Without a parameter file: the one-way latency of a switched LAN, and an RTO margin of one
+// 1 ms timer tick above the representative RTT.
+constexpr double kDefaultLatencyUs = 50;
+constexpr double kRtoMarginUs = 1000;
+
+models::CalibrationKey key_of(const hint::Header &phase)
+{
+	return models::CalibrationKey{phase.kind, models::size_class(static_cast<double>(phase.bytes_per_peer)),
+				      phase.comm_size};
+}
+
+} // namespace
+
+Expected<std::unique_ptr<ModelPlanner>> ModelPlanner::create(const Config &config)
+{
+	if (config.parameters_file.empty())
+		return std::unique_ptr<ModelPlanner>(new ModelPlanner(std::nullopt, std::nullopt));
+	auto params = models::load_params(config.parameters_file);
+	if (!params)
+		return params.error();
+	auto table = models::plogp_table(*params);
+	if (!table)
+		return make_error(table.error().err, config.parameters_file + ": " + table.error().message);
+	return std::unique_ptr<ModelPlanner>(new ModelPlanner(std::move(*params), std::move(*table)));
+}
+
+models::PlogpTable ModelPlanner::table_for(const Bottleneck &b) const
+{
+	if (table_)
+		return *table_;
+	// No measurements: a sender whose gap is the bottleneck's serialisation time (the path
+	// is no faster than the link the config describes).
+	const double per_byte_us = 8e6 / static_cast<double>(std::max<uint64_t>(b.capacity_bps, 1));
+	std::vector<models::PlogpPoint> points(2);
+	points[0].bytes = 0;
+	points[1].bytes = 1 << 20;
+	points[1].g_us = per_byte_us * (1 << 20);
+	auto table = models::PlogpTable::make(kDefaultLatencyUs, std::move(points));
+	return std::move(*table); // valid by construction
+}
+
+Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> peers, const Config &config) const
+{
+	Plan plan;
+	plan.rate_bps.assign(peers.size(), 0);
+	const uint64_t processes = std::max<uint64_t>(phase.comm_size, peers.size() + 1);
+	double candidate_floor_us = config.rto_floor_us;
+	if (params_ && params_->rtt)
+		candidate_floor_us = models::rto_floor_us(params_->rtt->mean_us, params_->rtt->sigma_us, processes,
+							  kRtoMarginUs, config.delack_max_us.value_or(0));
+	std::string reason;
+	double predicted_us = 0;
+	for (Crossing &c : crossings(phase, peers, config)) {
+		const Bottleneck &b = *c.bottleneck;
+		// Rooted collectives have one sender per step into any link (the root, or a tree's
+		// parent): k = 1 with its fanout.
+		if (!paced_kind(phase.kind))
+			c.senders = 1;
+		models::PhaseShape shape;
+		shape.kind = phase.kind;
+		shape.processes = processes;
+		shape.bytes_per_peer = static_cast<double>(phase.bytes_per_peer);
+		shape.senders = c.senders;
+		shape.fanout = c.fanout;
+		models::BottleneckShape link;
+		link.capacity_bps = static_cast<double>(b.capacity_bps);
+		link.mtu_bytes = config.mtu;
+		const uint64_t q = b.queue_packets ? b.queue_packets : config.queue_packets;
+		link.queue_packets = std::max<uint64_t>(1, static_cast<uint64_t>(std::floor(q * config.queue_share)));
+		models::RtoChoices rto;
+		rto.stock_rto_us = kStockRtoUs;
+		rto.candidate_floor_us = candidate_floor_us;
+		models::DecisionBounds bounds;
+		bounds.pacing_allowed = config.pacing;
+		bounds.rto_allowed = config.rto;
+		bounds.min_rate_bps = static_cast<double>(config.min_rate_bps);
+		bounds.rto_min_us = config.rto_min_us;
+		bounds.rto_max_us = config.rto_max_us;
+		const models::Decision d = models::decide(shape, link, table_for(b), rto, bounds);
+		const models::PlanPrediction &chosen = d.chosen();
+		if (chosen.rate_bps > 0) {
+			const auto rate = static_cast<uint64_t>(chosen.rate_bps);
+			for (size_t i : c.peers)
+				plan.rate_bps[i] = plan.rate_bps[i] ? std::min(plan.rate_bps[i], rate) : rate;
+		}
+		if (d.best == models::PlanKind::Rto || d.best == models::PlanKind::Both)
+			plan.rto_min_us = std::max(plan.rto_min_us, static_cast<uint32_t>(std::lround(chosen.rto_us)));
+		predicted_us = std::max(predicted_us, chosen.time_us);
+		reason += b.name + ": k=" + std::to_string(c.senders) + " f=" + std::to_string(c.fanout) + ", " +
+			  d.explanation + "; ";
+	}
+	if (reason.empty())
+		reason = "no bottleneck crossed: nothing";
+	plan.predicted_us = predicted_us;
+	plan.calibrated_us = predicted_us > 0 ? calibration_.corrected_us(key_of(phase), predicted_us) : 0;
+	plan.reason = std::move(reason);
+	return plan;
+}
+
+void ModelPlanner::observe(const hint::Header &phase, const Plan &plan, uint64_t duration_ns)
+{
+	if (plan.predicted_us <= 0 || duration_ns == 0)
+		return;
+	if (calibration_.record(key_of(phase), plan.predicted_us, static_cast<double>(duration_ns) / 1000.0))
+		++observed_;
+}
+
+void ModelPlanner::describe(JsonWriter &j) const
+{
+	j.field("parameters", params_ ? (params_->peer.empty() ? std::string("loaded") : "probed " + params_->peer)
+				      : std::string("from the config"));
+	j.field("phases_calibrated", observed_);
+	j.key("calibration").begin_array();
+	calibration_.for_each([&](const models::CalibrationKey &key, const models::CalibrationStats &s) {
+		j.begin_object();
+		j.field("kind", hint::kind_name(key.kind) ? hint::kind_name(key.kind) : "?");
+		j.field("size_class", static_cast<int64_t>(key.size_class));
+		j.field("processes", key.processes);
+		j.field("samples", s.samples);
+		j.field("ratio", s.ratio_ewma).field("correction", s.correction);
+		j.field("mean_abs_error_us", s.mean_abs_error_us);
+		j.field("mean_abs_error_corrected_us", s.mean_abs_error_corrected_us);
+		j.end_object();
+	});
+	j.end_array();
+}
+
+Expected<std::unique_ptr<Planner>> make_planner(const Config &config)
+{
+	if (config.planner == "default")
+		return std::unique_ptr<Planner>(new DefaultPlanner());
+	auto planner = ModelPlanner::create(config);
+	if (!planner)
+		return planner.error();
+	return std::unique_ptr<Planner>(std::move(*planner));
 }
 
 } // namespace gp::daemon

@@ -16,14 +16,19 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "calibration.hpp"
 #include "config.hpp"
 #include "endpoint.hpp"
 #include "hint_codec.hpp"
+#include "json.hpp"
+#include "params_file.hpp"
+#include "plogp.hpp"
 
 namespace gp::daemon {
 
@@ -37,6 +42,8 @@ struct Plan {
 	std::vector<uint64_t> rate_bps;	// per peer of the phase; 0: not paced
 	uint32_t rto_min_us = 0;	// 0: RTO left alone
 	std::string reason;		// one line for the log and `gapctl daemon show`
+	double predicted_us = 0;	// the models' phase time for the chosen plan (0: no prediction)
+	double calibrated_us = 0;	// the same times the calibration's correction factor
 
 	bool empty() const
 	{
@@ -52,6 +59,13 @@ public:
 	virtual ~Planner() = default;
 	virtual const char *name() const = 0;
 	virtual Plan plan(const hint::Header &phase, std::span<const PlannedPeer> peers, const Config &config) const = 0;
+	// A phase planned by `plan` ended after `duration_ns` (the sender's measurement).
+	virtual void observe(const hint::Header &phase, const Plan &plan, uint64_t duration_ns)
+	{
+		(void)phase, (void)plan, (void)duration_ns;
+	}
+	// The planner's own state for `gapctl daemon show` (an object's fields).
+	virtual void describe(JsonWriter &json) const { (void)json; }
 };
 
 class DefaultPlanner final : public Planner {
@@ -59,6 +73,37 @@ public:
 	const char *name() const override { return "default"; }
 	Plan plan(const hint::Header &phase, std::span<const PlannedPeer> peers, const Config &config) const override;
 };
+
+// The communication models' planner (Documentation/models.md, "Decision"). Per bottleneck the
+// phase crosses it predicts the phase time of {nothing, pace, rto, both} with PlogP(-BR), the
+// shared rate bound and the latency-fluctuation RTO floor, and takes the fastest; k and f as
+// DefaultPlanner finds them (rooted kinds have one sender: k = 1). The PlogP table and the RTT
+// come from a `gapctl probe` parameter file, or, without one, from the config: g(m) = 8 m /
+// the bottleneck's capacity and L = 50 us, the [rto] floor as the candidate floor. Phase ends
+// calibrate the predictions per (kind, size class, P); `gapctl daemon show` reports the error.
+class ModelPlanner final : public Planner {
+public:
+	static Expected<std::unique_ptr<ModelPlanner>> create(const Config &config);
+	const char *name() const override { return "models"; }
+	Plan plan(const hint::Header &phase, std::span<const PlannedPeer> peers, const Config &config) const override;
+	void observe(const hint::Header &phase, const Plan &plan, uint64_t duration_ns) override;
+	void describe(JsonWriter &json) const override;
+
+private:
+	ModelPlanner(std::optional<models::Params> params, std::optional<models::PlogpTable> table)
+		: params_(std::move(params)), table_(std::move(table))
+	{
+	}
+	models::PlogpTable table_for(const Bottleneck &b) const;
+
+	std::optional<models::Params> params_;
+	std::optional<models::PlogpTable> table_;
+	models::Calibration calibration_;
+	uint64_t observed_ = 0;
+};
+
+// The planner the config names, with its parameter file loaded (errors name the file).
+Expected<std::unique_ptr<Planner>> make_planner(const Config &config);
 
 // Whether `address` is inside `prefix` (same family, first `length` bits equal).
 bool prefix_contains(const Prefix &prefix, const Endpoint &address);

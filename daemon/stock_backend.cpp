@@ -33,9 +33,15 @@ public:
 	void apply(const ApplyRequest &r, Applied &applied, std::vector<std::string> &errors) override
 	{
 		for (const TargetSocket &t : r.sockets) {
-			const uint64_t rate = r.plan->rate_bps[t.peer];
-			if (!rate)
+			const uint64_t wire_rate = r.plan->rate_bps[t.peer];
+			if (!wire_rate)
 				continue;
+			// Planned rates are what the bottleneck carries; SO_MAX_PACING_RATE counts
+			// payload. A full segment of mss payload bytes takes mss + frame_overhead.
+			const uint64_t mss = r.config->mtu > 52 ? r.config->mtu - 52 : 536;
+			const uint64_t rate = std::max<uint64_t>(
+				8, static_cast<uint64_t>(static_cast<double>(wire_rate) * static_cast<double>(mss) /
+							 static_cast<double>(mss + r.config->frame_overhead)));
 			const std::string key = "pacing " + std::to_string(r.pid) + " " + std::to_string(t.socket.inode);
 			SharedPacing &p = pacing_held_[key];
 			// Overlapping phases on one socket: the slowest cap wins while both run.

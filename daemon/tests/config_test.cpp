@@ -114,8 +114,28 @@ INSTANTIATE_TEST_SUITE_P(
 		    "used twice"},
 		Bad{"BottleneckNotArray", "[bottleneck]\nname=\"a\"", "must be an array of tables"},
 		Bad{"LinkWithoutRate", "[[link]]\ndevice = \"eth0\"", "link.rate: required"},
-		Bad{"ZeroQueue", "[pacing]\nqueue_packets = 0", "pacing.queue_packets: out of range"}),
+		Bad{"ZeroQueue", "[pacing]\nqueue_packets = 0", "pacing.queue_packets: out of range"},
+		Bad{"UnknownPlanner", "[planner]\nmodel = \"magic\"", "bad.toml:2: planner.model: must be"},
+		Bad{"RelativeParameters", "[planner]\nparameters = \"p.json\"", "planner.parameters: must be an absolute path"},
+		Bad{"QueueShareTooSmall", "[planner]\nqueue_share = 0.01", "planner.queue_share: must be a number in 0.05 .. 1"},
+		Bad{"QueueShareNotANumber", "[planner]\nqueue_share = \"half\"", "planner.queue_share: must be a number"},
+		Bad{"FrameOverheadTooLarge", "[pacing]\nframe_overhead = 5000", "pacing.frame_overhead: out of range"}),
 	[](const auto &info) { return std::string(info.param.name); });
+
+TEST(Config, PlannerSection)
+{
+	auto c = parse_config("[planner]\nmodel = \"default\"\nparameters = \"/var/lib/gappace/p.json\"\n"
+			      "queue_share = 0.75\n[pacing]\nframe_overhead = 66",
+			      "t.toml");
+	ASSERT_TRUE(c) << c.error().message;
+	EXPECT_EQ(c->planner, "default");
+	EXPECT_EQ(c->parameters_file, "/var/lib/gappace/p.json");
+	EXPECT_DOUBLE_EQ(c->queue_share, 0.75);
+	EXPECT_EQ(c->frame_overhead, 66u);
+	auto d = parse_config("", "t.toml");
+	ASSERT_TRUE(d);
+	EXPECT_EQ(d->planner, "models") << "the models decide unless told otherwise";
+}
 
 TEST(Config, AbstractSocketsAreAccepted)
 {

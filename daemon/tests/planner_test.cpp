@@ -2,6 +2,8 @@
 // burst overflows the queue; RTO floor within the configured bounds.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "planner.hpp"
 
 namespace gp::daemon {
@@ -111,6 +113,116 @@ TEST(PrefixContains, Bits)
 	EXPECT_FALSE(prefix_contains(*parse_prefix("10.1.0.0/24"), *parse_host_address("fd00::1")));
 	EXPECT_TRUE(prefix_contains(*parse_prefix("fd00::/8"), *parse_host_address("fd12::1")));
 	EXPECT_TRUE(prefix_contains(*parse_prefix("0.0.0.0/0"), *parse_host_address("1.2.3.4")));
+}
+
+} // namespace
+} // namespace gp::daemon
+
+// ------------------------------------------------------------------ the models' planner
+
+namespace gp::daemon {
+namespace {
+
+std::unique_ptr<ModelPlanner> model_planner(const Config &config)
+{
+	auto planner = ModelPlanner::create(config);
+	EXPECT_TRUE(planner) << planner.error().message;
+	return std::move(*planner);
+}
+
+// Shared rate bound (Ooi et al., generalised to k senders, models.md): n = k f connections of
+// m bytes each into C with the planned share of the queue q' = floor(q * queue_share) packets:
+// S = C m / (n m - q' MTU).
+TEST(ModelPlanner, LinearAlltoallIsPacedAtTheSharedRateBound)
+{
+	Config config = two_sided();
+	auto planner = model_planner(config);
+	auto peers = cluster_peers();
+	const uint64_t m = 65536;
+	Plan plan = planner->plan(alltoall(m, GAPPACE_HINT_ALGORITHM_LINEAR), peers, config);
+	const double n = 8.0 * 8.0; // k = 8 senders on our side, f = 8 peers behind the link
+	const double q = std::floor(40 * config.queue_share) * 1500;
+	const double bound = 200e6 * m / (n * m - q);
+	for (size_t i = 0; i < peers.size(); ++i) {
+		if (peers[i].rank < 8)
+			EXPECT_EQ(plan.rate_bps[i], 0u) << "same side, rank " << peers[i].rank;
+		else
+			EXPECT_NEAR(static_cast<double>(plan.rate_bps[i]), bound, 1.0) << "rank " << peers[i].rank;
+	}
+	EXPECT_GT(plan.predicted_us, 8e6 * n * m / 200e6) << "at least the time the link needs";
+	EXPECT_NE(plan.reason.find("pace"), std::string::npos) << plan.reason;
+}
+
+// PlogP-BR's E_q = 0 (q >= n m): no tail loss to expect, so every remedy only costs.
+TEST(ModelPlanner, ABurstThatFitsTheQueueGetsNothing)
+{
+	Config config = two_sided();
+	auto planner = model_planner(config);
+	auto peers = cluster_peers();
+	Plan plan = planner->plan(alltoall(256, GAPPACE_HINT_ALGORITHM_LINEAR), peers, config);
+	EXPECT_TRUE(plan.empty()) << plan.reason;
+	EXPECT_NE(plan.reason.find("nothing"), std::string::npos) << plan.reason;
+}
+
+// With pacing switched off the cheapest remedy left for an overflowing burst is the RTO floor:
+// T = base + E_q T_RTO with T_RTO = floor instead of 200 ms.
+TEST(ModelPlanner, WithoutPacingAnOverflowGetsTheRtoFloor)
+{
+	Config config = two_sided();
+	config.pacing = false;
+	auto planner = model_planner(config);
+	auto peers = cluster_peers();
+	Plan plan = planner->plan(alltoall(65536, GAPPACE_HINT_ALGORITHM_LINEAR), peers, config);
+	for (uint64_t r : plan.rate_bps)
+		EXPECT_EQ(r, 0u);
+	EXPECT_EQ(plan.rto_min_us, config.rto_floor_us) << plan.reason;
+}
+
+TEST(ModelPlanner, NoBottleneckCrossedMeansNothing)
+{
+	Config config = two_sided();
+	auto planner = model_planner(config);
+	auto peers = cluster_peers();
+	peers.resize(7); // the left side only
+	Plan plan = planner->plan(alltoall(1 << 20, GAPPACE_HINT_ALGORITHM_LINEAR), peers, config);
+	EXPECT_TRUE(plan.empty());
+	EXPECT_EQ(plan.predicted_us, 0);
+}
+
+// Calibration: measured / predicted per (kind, size class, P) becomes the correction factor
+// (EWMA, clamped to [0.5, 3]) that scales the next prediction.
+TEST(ModelPlanner, PhaseEndsCalibrateTheNextPrediction)
+{
+	Config config = two_sided();
+	auto planner = model_planner(config);
+	auto peers = cluster_peers();
+	const hint::Header phase = alltoall(65536, GAPPACE_HINT_ALGORITHM_LINEAR);
+	Plan first = planner->plan(phase, peers, config);
+	ASSERT_GT(first.predicted_us, 0);
+	EXPECT_DOUBLE_EQ(first.calibrated_us, first.predicted_us) << "no sample yet: factor 1";
+	for (int i = 0; i < 20; ++i)
+		planner->observe(phase, first, static_cast<uint64_t>(first.predicted_us * 1.5 * 1000));
+	Plan next = planner->plan(phase, peers, config);
+	EXPECT_NEAR(next.calibrated_us / next.predicted_us, 1.5, 1e-6);
+	JsonWriter json;
+	json.begin_object();
+	planner->describe(json);
+	json.end_object();
+	EXPECT_NE(json.str().find("\"samples\":20"), std::string::npos) << json.str();
+}
+
+TEST(ModelPlanner, AParameterFileThatDoesNotParseIsAnErrorNamingIt)
+{
+	Config config = two_sided();
+	config.parameters_file = "/nonexistent/params.json";
+	auto planner = make_planner(config);
+	ASSERT_FALSE(planner);
+	EXPECT_NE(planner.error().message.find("/nonexistent/params.json"), std::string::npos) << planner.error().message;
+	config.parameters_file.clear();
+	config.planner = "default";
+	auto simple = make_planner(config);
+	ASSERT_TRUE(simple);
+	EXPECT_STREQ((*simple)->name(), "default");
 }
 
 } // namespace

@@ -55,6 +55,12 @@ hints_socket = "$GAPPACE_HINTS_SOCK"
 control_socket = "$GAPPACE_CONTROL_SOCK"
 state_file = "$TMP/$h/state.json"
 phase_timeout = "30s"
+# This test checks the actuation chain: the simple rule (pace and floor every crossing phase) and
+# rates taken literally. The models' decisions are tested in daemon/tests and by bench-system.
+[planner]
+model = "default"
+[pacing]
+frame_overhead = 0
 [rto]
 floor = "5ms"
 [[bottleneck]]

@@ -65,6 +65,12 @@ hints_socket = "$TMP/hints.sock"
 control_socket = "$TMP/control.sock"
 state_file = "$TMP/state.json"
 phase_timeout = "30s"
+# This test checks the actuation chain: the simple rule (pace and floor every crossing phase) and
+# rates taken literally. The models' decisions are tested in daemon/tests and by bench-system.
+[planner]
+model = "default"
+[pacing]
+frame_overhead = 0
 [rto]
 floor = "5ms"
 [[bottleneck]]

@@ -566,6 +566,8 @@ std::string config_text(const std::string &dir, const std::string &linger)
 	    << "control_socket = \"" << dir << "/control.sock\"\n"
 	    << "state_file = \"" << dir << "/state.json\"\n"
 	    << (linger.empty() ? "" : "linger = \"" + linger + "\"\n")
+	    // The simple rule always paces and floors: every phase measures both paths.
+	    << "[planner]\nmodel = \"default\"\n[pacing]\nframe_overhead = 0\n"
 	    << "[[bottleneck]]\n"
 	    << "name = \"far\"\n"
 	    << "capacity = \"100mbit\"\n"

@@ -21,6 +21,12 @@ cat >/run/gappace/gappaced.toml <<CONF
 [daemon]
 backend = "module"
 phase_timeout = "60s"
+# This test checks the actuation chain: the simple rule (pace and floor every crossing phase) and
+# rates taken literally. The models' decisions are tested in daemon/tests and by bench-system.
+[planner]
+model = "default"
+[pacing]
+frame_overhead = 0
 [rto]
 floor = "5ms"
 [[bottleneck]]

@@ -1,0 +1,63 @@
+#include "calibration.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace gp::models {
+
+int size_class(double bytes)
+{
+	if (!(bytes >= 1))
+		return -1;
+	return static_cast<int>(std::floor(std::log2(bytes)));
+}
+
+Calibration::Calibration(size_t max_keys, double alpha)
+	: max_keys_(std::max<size_t>(max_keys, 1)), alpha_(std::isfinite(alpha) ? std::clamp(alpha, 1e-6, 1.0) : 0.2)
+{
+}
+
+bool Calibration::record(const CalibrationKey &key, double predicted_us, double measured_us)
+{
+	if (!std::isfinite(predicted_us) || !std::isfinite(measured_us) || predicted_us <= 0 || measured_us <= 0)
+		return false;
+	auto it = entries_.find(key);
+	if (it == entries_.end()) {
+		if (entries_.size() >= max_keys_) {
+			auto oldest = std::min_element(entries_.begin(), entries_.end(), [](const auto &a, const auto &b) {
+				return a.second.last_update < b.second.last_update;
+			});
+			entries_.erase(oldest);
+		}
+		it = entries_.emplace(key, Entry{}).first;
+	}
+	Entry &e = it->second;
+	CalibrationStats &s = e.stats;
+	const double ratio = measured_us / predicted_us;
+
+	e.abs_error_sum_us += std::abs(measured_us - predicted_us);
+	e.abs_error_corrected_sum_us += std::abs(measured_us - predicted_us * s.correction);
+	s.ratio_ewma = s.samples == 0 ? ratio : s.ratio_ewma + alpha_ * (ratio - s.ratio_ewma);
+	s.correction = std::clamp(s.ratio_ewma, kMinCorrection, kMaxCorrection);
+	++s.samples;
+	s.mean_abs_error_us = e.abs_error_sum_us / static_cast<double>(s.samples);
+	s.mean_abs_error_corrected_us = e.abs_error_corrected_sum_us / static_cast<double>(s.samples);
+	e.last_update = ++clock_;
+	return true;
+}
+
+double Calibration::correction(const CalibrationKey &key) const
+{
+	auto it = entries_.find(key);
+	return it == entries_.end() ? 1.0 : it->second.stats.correction;
+}
+
+std::optional<CalibrationStats> Calibration::stats(const CalibrationKey &key) const
+{
+	auto it = entries_.find(key);
+	if (it == entries_.end())
+		return std::nullopt;
+	return it->second.stats;
+}
+
+} // namespace gp::models

@@ -1,0 +1,82 @@
+// Bounded online calibration of the models against measured phase times
+// (Documentation/models.md, "Calibration").
+//
+// Per key (collective kind, size class floor(log2 m), P) it keeps an exponentially weighted
+// moving average of the ratio measured / predicted,
+//     r <- r + alpha (measured / predicted - r)        (the first sample sets r),
+// and exposes the correction factor clamp(r, 0.5, 3): a prediction times the factor is the
+// calibrated prediction. The clamp keeps calibration to what it is for, the models' missing
+// constant factors (copies, protocol overheads, contention PlogP ignores). A ratio beyond 3
+// means a mechanism the models do not describe (an unpredicted RTO costs factors of 100), one
+// below 0.5 a parameter file that does not fit the path; neither should be averaged away.
+// It also keeps the mean absolute error of the raw predictions and of the calibrated ones (each
+// sample judged with the factor from before it), so the benefit of calibration is visible.
+// At most `max_keys` keys are kept; a new key beyond that evicts the least recently updated one.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <map>
+#include <optional>
+
+namespace gp::models {
+
+struct CalibrationKey {
+	uint32_t kind = 0;
+	int size_class = 0;	// size_class(bytes)
+	uint64_t processes = 0;
+	auto operator<=>(const CalibrationKey &) const = default;
+};
+
+// floor(log2(bytes)) for bytes >= 1; -1 for smaller messages (0 bytes).
+int size_class(double bytes);
+
+inline constexpr double kMinCorrection = 0.5;
+inline constexpr double kMaxCorrection = 3.0;
+
+struct CalibrationStats {
+	uint64_t samples = 0;
+	double ratio_ewma = 1;			// measured / predicted, unclamped
+	double correction = 1;			// clamp(ratio_ewma, 0.5, 3)
+	double mean_abs_error_us = 0;		// mean |measured - predicted|
+	double mean_abs_error_corrected_us = 0;	// mean |measured - predicted * correction before the sample|
+};
+
+class Calibration {
+public:
+	// alpha in (0, 1]; max_keys >= 1 (both clamped to that).
+	explicit Calibration(size_t max_keys = 1024, double alpha = 0.2);
+
+	// Folds one phase in. Returns false (and changes nothing) unless both times are finite
+	// and > 0.
+	bool record(const CalibrationKey &key, double predicted_us, double measured_us);
+
+	// The correction factor for the key: clamp(EWMA, 0.5, 3); 1 for a key never seen.
+	double correction(const CalibrationKey &key) const;
+	double corrected_us(const CalibrationKey &key, double predicted_us) const
+	{
+		return predicted_us * correction(key);
+	}
+	std::optional<CalibrationStats> stats(const CalibrationKey &key) const;
+	size_t size() const { return entries_.size(); }
+	// Calls fn(key, stats) for every key kept, in key order.
+	template <class Fn> void for_each(Fn &&fn) const
+	{
+		for (const auto &[key, entry] : entries_)
+			fn(key, entry.stats);
+	}
+
+private:
+	struct Entry {
+		CalibrationStats stats;
+		double abs_error_sum_us = 0;
+		double abs_error_corrected_sum_us = 0;
+		uint64_t last_update = 0;
+	};
+	size_t max_keys_;
+	double alpha_;
+	uint64_t clock_ = 0;
+	std::map<CalibrationKey, Entry> entries_;
+};
+
+} // namespace gp::models

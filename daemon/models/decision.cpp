@@ -1,0 +1,125 @@
+#include "decision.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "rate_bound.hpp"
+#include "units.hpp"
+
+namespace gp::models {
+namespace {
+
+std::string format_time(double us)
+{
+	char buf[48];
+	if (!std::isfinite(us))
+		return "inf";
+	if (us >= 1000)
+		std::snprintf(buf, sizeof(buf), "%.1f ms", us / 1000);
+	else
+		std::snprintf(buf, sizeof(buf), "%.1f us", us);
+	return buf;
+}
+
+std::string format_rate_bps(double bps)
+{
+	if (!std::isfinite(bps) || bps >= 1.8e19)
+		return "unbounded";
+	return format_rate(static_cast<uint64_t>(std::llround(bps)));
+}
+
+} // namespace
+
+const char *plan_name(PlanKind plan)
+{
+	switch (plan) {
+	case PlanKind::Nothing:
+		return "nothing";
+	case PlanKind::Pace:
+		return "pace";
+	case PlanKind::Rto:
+		return "rto";
+	case PlanKind::Both:
+		return "both";
+	}
+	return "?";
+}
+
+Decision decide(const PhaseShape &phase, const BottleneckShape &bottleneck, const PlogpTable &table,
+		const RtoChoices &rto, const DecisionBounds &bounds)
+{
+	const double m = std::max(0.0, phase.bytes_per_peer);
+	const uint64_t flows = std::max<uint64_t>(phase.senders, 1) * std::max<uint64_t>(phase.fanout, 1);
+	const double n = static_cast<double>(flows);
+	const double f = static_cast<double>(std::max<uint64_t>(phase.fanout, 1));
+	const double C = bottleneck.capacity_bps;
+	const double q = bottleneck.queue_bytes();
+	const bool has_bottleneck = C > 0;
+
+	const double L = table.latency_us();
+	const double sending_us = f * table.gap_us(m);
+	const double drain_us = has_bottleneck ? 8e6 * n * m / C : 0.0;
+	const double base_us = std::max(sending_us, drain_us) + L;
+
+	const double unpaced_rate = bottleneck.sender_link_bps > 0 ? bottleneck.sender_link_bps : kUnboundedRate;
+	const bool unpaced_loss = has_bottleneck && overflows(C, q, m, flows, unpaced_rate);
+
+	// The model's rate; the configured minimum wins even where it re-admits the loss.
+	const double bound = has_bottleneck ? shared_max_rate_bps(C, q, m, flows) : kUnboundedRate;
+	const bool paces = std::isfinite(bound);
+	const double rate = paces ? std::max(bound, bounds.min_rate_bps) : 0.0;
+	const bool paced_loss = paces ? overflows(C, q, m, flows, rate) : unpaced_loss;
+	const double paced_us = paces ? std::max(base_us, 8e6 * m / rate + L) : base_us;
+	const double pace_setup = paces ? bounds.pace_setup_us : 0.0;
+
+	const double floor_us = std::clamp(rto.candidate_floor_us, bounds.rto_min_us, bounds.rto_max_us);
+
+	Decision d;
+	auto set = [&](PlanKind kind, bool allowed, double time_us, double rate_bps, double rto_us, bool loss) {
+		d.plans[static_cast<size_t>(kind)] = PlanPrediction{kind, allowed, time_us, rate_bps, rto_us, loss};
+	};
+	set(PlanKind::Nothing, true, base_us + (unpaced_loss ? rto.stock_rto_us : 0.0), 0.0, rto.stock_rto_us,
+	    unpaced_loss);
+	set(PlanKind::Rto, bounds.rto_allowed, base_us + (unpaced_loss ? floor_us : 0.0) + bounds.rto_setup_us, 0.0,
+	    floor_us, unpaced_loss);
+	set(PlanKind::Pace, bounds.pacing_allowed, paced_us + (paced_loss ? rto.stock_rto_us : 0.0) + pace_setup, rate,
+	    rto.stock_rto_us, paced_loss);
+	set(PlanKind::Both, bounds.pacing_allowed && bounds.rto_allowed,
+	    paced_us + (paced_loss ? floor_us : 0.0) + pace_setup + bounds.rto_setup_us, rate, floor_us, paced_loss);
+
+	// Preference on ties: the plan that changes less.
+	constexpr PlanKind kOrder[] = {PlanKind::Nothing, PlanKind::Rto, PlanKind::Pace, PlanKind::Both};
+	d.best = PlanKind::Nothing;
+	for (PlanKind kind : kOrder) {
+		const PlanPrediction &p = d.prediction(kind);
+		if (p.allowed && p.time_us < d.prediction(d.best).time_us)
+			d.best = kind;
+	}
+
+	std::string text = std::to_string(flows) + " flows x " + std::to_string(static_cast<uint64_t>(m)) + " B";
+	if (has_bottleneck)
+		text += " into " + format_rate_bps(C) + " q=" + std::to_string(static_cast<uint64_t>(q)) + " B: " +
+			(unpaced_loss ? "unpaced overflows" : "fits unpaced");
+	else
+		text += ", no bottleneck";
+	text += "; " + std::string(plan_name(d.best));
+	if (d.best == PlanKind::Pace || d.best == PlanKind::Both)
+		text += " " + format_rate_bps(rate);
+	if (d.best == PlanKind::Rto || d.best == PlanKind::Both)
+		text += " floor " + format_time(floor_us);
+	text += ": " + format_time(d.chosen().time_us) + " (";
+	bool first = true;
+	for (PlanKind kind : {PlanKind::Nothing, PlanKind::Pace, PlanKind::Rto, PlanKind::Both}) {
+		if (kind == d.best)
+			continue;
+		const PlanPrediction &p = d.prediction(kind);
+		text += (first ? "" : ", ") + std::string(plan_name(kind)) + " " +
+			(p.allowed ? format_time(p.time_us) : std::string("off"));
+		first = false;
+	}
+	d.explanation = text + ")";
+	return d;
+}
+
+} // namespace gp::models

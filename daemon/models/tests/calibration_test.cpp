@@ -1,0 +1,100 @@
+// Online calibration (Documentation/models.md, "Calibration"): per (kind, floor(log2 m), P) an
+// EWMA r <- r + alpha (measured / predicted - r), correction clamp(r, 0.5, 3), mean absolute error.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "calibration.hpp"
+
+namespace gp::models {
+namespace {
+
+const CalibrationKey kKey{1, 16, 8};
+
+// The key's size class: floor(log2 m), -1 for 0 bytes.
+TEST(Calibration, SizeClassIsFloorLog2)
+{
+	EXPECT_EQ(size_class(0), -1);
+	EXPECT_EQ(size_class(0.5), -1);
+	EXPECT_EQ(size_class(1), 0);
+	EXPECT_EQ(size_class(1023), 9);
+	EXPECT_EQ(size_class(1024), 10);
+	EXPECT_EQ(size_class(65536 + 1), 16);
+}
+
+// No sample yet: factor 1, the model as it is.
+TEST(Calibration, UnknownKeyIsUncorrected)
+{
+	Calibration c;
+	EXPECT_EQ(c.correction(kKey), 1.0);
+	EXPECT_DOUBLE_EQ(c.corrected_us(kKey, 250), 250);
+	EXPECT_FALSE(c.stats(kKey));
+}
+
+// A model that is consistently 2x optimistic: the first sample sets r = 2, the raw error stays at
+// the prediction (|2p - p|), the calibrated error is only the first sample's (judged with 1).
+TEST(Calibration, LearnsAConstantBias)
+{
+	Calibration c;
+	for (int i = 0; i < 10; ++i)
+		ASSERT_TRUE(c.record(kKey, 100, 200));
+	auto s = c.stats(kKey);
+	ASSERT_TRUE(s);
+	EXPECT_EQ(s->samples, 10u);
+	EXPECT_DOUBLE_EQ(s->correction, 2);
+	EXPECT_DOUBLE_EQ(c.corrected_us(kKey, 150), 300);
+	EXPECT_DOUBLE_EQ(s->mean_abs_error_us, 100);
+	EXPECT_DOUBLE_EQ(s->mean_abs_error_corrected_us, 100.0 / 10);
+}
+
+// r <- r + alpha (ratio - r): ratios 1 then 2 with alpha = 0.5 give 1.5.
+TEST(Calibration, MovingAverage)
+{
+	Calibration c(16, 0.5);
+	c.record(kKey, 100, 100);
+	c.record(kKey, 100, 200);
+	EXPECT_DOUBLE_EQ(c.correction(kKey), 1.5);
+}
+
+// The factor is clamped to [0.5, 3]; the average itself is kept unclamped.
+TEST(Calibration, CorrectionIsClamped)
+{
+	Calibration c;
+	const CalibrationKey slow{1, 20, 8}, fast{1, 21, 8};
+	c.record(slow, 100, 100000); // an RTO the model did not predict
+	c.record(fast, 100, 10);
+	EXPECT_DOUBLE_EQ(c.correction(slow), kMaxCorrection);
+	EXPECT_DOUBLE_EQ(c.stats(slow)->ratio_ewma, 1000);
+	EXPECT_DOUBLE_EQ(c.correction(fast), kMinCorrection);
+}
+
+// measured / predicted needs two finite times > 0.
+TEST(Calibration, RefusesMeaninglessSamples)
+{
+	Calibration c;
+	EXPECT_FALSE(c.record(kKey, 0, 100));
+	EXPECT_FALSE(c.record(kKey, 100, -1));
+	EXPECT_FALSE(c.record(kKey, std::numeric_limits<double>::quiet_NaN(), 100));
+	EXPECT_FALSE(c.record(kKey, 100, std::numeric_limits<double>::infinity()));
+	EXPECT_EQ(c.size(), 0u);
+}
+
+// Keys differ by kind, size class and P; beyond max_keys the least recently updated goes.
+TEST(Calibration, BoundedByLeastRecentlyUpdated)
+{
+	Calibration c(2);
+	const CalibrationKey a{1, 10, 4}, b{1, 10, 8}, d{2, 10, 4};
+	c.record(a, 100, 150);
+	c.record(b, 100, 250);
+	c.record(a, 100, 150); // a is now the most recent
+	c.record(d, 100, 50);
+	EXPECT_EQ(c.size(), 2u);
+	EXPECT_TRUE(c.stats(a));
+	EXPECT_FALSE(c.stats(b));
+	EXPECT_DOUBLE_EQ(c.correction(d), 0.5);
+	EXPECT_DOUBLE_EQ(c.correction(a), 1.5);
+}
+
+} // namespace
+} // namespace gp::models

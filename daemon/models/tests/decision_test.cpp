@@ -1,0 +1,157 @@
+// Decision support (Documentation/models.md, "Decision"): predicted phase time per plan,
+//   T(plan) = max(f g(m), 8 m / S, 8 n m / C) + L + [loss] T_RTO(plan) + setup(plan),
+// on the 200 Mbit/s path of the parameter file's example with a 40-frame queue.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "decision.hpp"
+#include "fixtures.hpp"
+#include "rate_bound.hpp"
+
+namespace gp::models {
+namespace {
+
+constexpr double kC = 200e6;
+constexpr double kStockRto = 200000, kFloor = 5000;
+
+BottleneckShape bottleneck()
+{
+	BottleneckShape b;
+	b.capacity_bps = kC;
+	b.queue_packets = 40;
+	b.mtu_bytes = 1500;
+	return b;
+}
+
+PhaseShape phase(uint64_t senders, uint64_t fanout, double bytes)
+{
+	PhaseShape p;
+	p.kind = 1;
+	p.processes = senders + fanout;
+	p.senders = senders;
+	p.fanout = fanout;
+	p.bytes_per_peer = bytes;
+	return p;
+}
+
+DecisionBounds bounds()
+{
+	DecisionBounds b;
+	b.min_rate_bps = 1e6;
+	b.rto_min_us = 1000;
+	b.rto_max_us = 200000;
+	return b;
+}
+
+const RtoChoices kRto{kStockRto, kFloor};
+
+// A burst that fits the queue (3 x 4 KiB < 60000 B): no loss, so no remedy can shorten the phase;
+// the model asks for no pacing rate, and "nothing" wins the tie.
+TEST(Decision, BurstThatFitsNeedsNothing)
+{
+	const Decision d = decide(phase(3, 1, 4096), bottleneck(), test::path_table(), kRto, bounds());
+	EXPECT_EQ(d.best, PlanKind::Nothing) << d.explanation;
+	EXPECT_FALSE(d.prediction(PlanKind::Nothing).loss_expected);
+	EXPECT_EQ(d.prediction(PlanKind::Pace).rate_bps, 0);
+	EXPECT_DOUBLE_EQ(d.prediction(PlanKind::Rto).time_us, d.prediction(PlanKind::Nothing).time_us);
+	// With the control plane's cost of applying a remedy, both remedies are strictly dearer.
+	DecisionBounds costly = bounds();
+	costly.pace_setup_us = costly.rto_setup_us = 140;
+	const Decision c = decide(phase(3, 1, 4096), bottleneck(), test::path_table(), kRto, costly);
+	EXPECT_EQ(c.best, PlanKind::Nothing);
+	EXPECT_GT(c.prediction(PlanKind::Rto).time_us, c.prediction(PlanKind::Nothing).time_us);
+	EXPECT_GE(c.prediction(PlanKind::Pace).time_us, c.prediction(PlanKind::Nothing).time_us);
+}
+
+// A large burst (4 senders x 3 connections x 256 KiB) overflows the queue (E_q = 1): pacing at
+// S = C m / (n m - q) removes the loss and wins over both the stock RTO and the floor.
+TEST(Decision, LargeBurstIsPaced)
+{
+	const double m = 262144;
+	const Decision d = decide(phase(4, 3, m), bottleneck(), test::path_table(), kRto, bounds());
+	EXPECT_TRUE(d.best == PlanKind::Pace || d.best == PlanKind::Both) << d.explanation;
+	const PlanPrediction &pace = d.prediction(PlanKind::Pace);
+	EXPECT_DOUBLE_EQ(pace.rate_bps, shared_max_rate_bps(kC, 60000, m, 12));
+	EXPECT_FALSE(pace.loss_expected);
+	EXPECT_TRUE(d.prediction(PlanKind::Nothing).loss_expected);
+	// The paced phase is bottleneck-bound: 8 n m / C + L.
+	EXPECT_NEAR(pace.time_us, 8e6 * 12 * m / kC + test::kPathLatencyUs, 1e-6);
+	EXPECT_LT(pace.time_us, d.prediction(PlanKind::Rto).time_us);
+	EXPECT_LT(d.prediction(PlanKind::Rto).time_us, d.prediction(PlanKind::Nothing).time_us);
+	EXPECT_NE(d.explanation.find("pace"), std::string::npos);
+}
+
+// Flooring T_RTO shrinks the loss penalty by exactly stock - floor.
+TEST(Decision, FlooredRtoShrinksThePenalty)
+{
+	const Decision d = decide(phase(4, 3, 262144), bottleneck(), test::path_table(), kRto, bounds());
+	EXPECT_DOUBLE_EQ(d.prediction(PlanKind::Nothing).time_us - d.prediction(PlanKind::Rto).time_us,
+			 kStockRto - kFloor);
+	EXPECT_DOUBLE_EQ(d.prediction(PlanKind::Rto).rto_us, kFloor);
+}
+
+// Configuration bounds win: a minimum rate above the model's rate re-admits the loss, and then
+// the floor is what saves time (both < pace).
+TEST(Decision, MinimumRateWinsOverTheModel)
+{
+	DecisionBounds b = bounds();
+	b.min_rate_bps = 150e6; // the model asks for about 17 Mbit/s
+	const Decision d = decide(phase(4, 3, 262144), bottleneck(), test::path_table(), kRto, b);
+	EXPECT_DOUBLE_EQ(d.prediction(PlanKind::Pace).rate_bps, 150e6);
+	EXPECT_TRUE(d.prediction(PlanKind::Pace).loss_expected);
+	EXPECT_LT(d.prediction(PlanKind::Both).time_us, d.prediction(PlanKind::Pace).time_us);
+	EXPECT_TRUE(d.best == PlanKind::Rto || d.best == PlanKind::Both) << d.explanation;
+}
+
+// The floor is clamped to [rto_min, rto_max].
+TEST(Decision, FloorIsClampedToTheBounds)
+{
+	DecisionBounds b = bounds();
+	b.rto_min_us = 8000;
+	const Decision low = decide(phase(4, 3, 262144), bottleneck(), test::path_table(), {kStockRto, 2000}, b);
+	EXPECT_DOUBLE_EQ(low.prediction(PlanKind::Rto).rto_us, 8000);
+	b.rto_max_us = 100000;
+	const Decision high = decide(phase(4, 3, 262144), bottleneck(), test::path_table(), {kStockRto, 1e9}, b);
+	EXPECT_DOUBLE_EQ(high.prediction(PlanKind::Rto).rto_us, 100000);
+}
+
+// A remedy switched off is never chosen.
+TEST(Decision, SwitchedOffRemediesAreNeverChosen)
+{
+	DecisionBounds b = bounds();
+	b.pacing_allowed = false;
+	const Decision no_pacing = decide(phase(4, 3, 262144), bottleneck(), test::path_table(), kRto, b);
+	EXPECT_EQ(no_pacing.best, PlanKind::Rto) << no_pacing.explanation;
+	EXPECT_FALSE(no_pacing.prediction(PlanKind::Both).allowed);
+	b.rto_allowed = false;
+	const Decision neither = decide(phase(4, 3, 262144), bottleneck(), test::path_table(), kRto, b);
+	EXPECT_EQ(neither.best, PlanKind::Nothing);
+	EXPECT_NE(neither.explanation.find("pace off"), std::string::npos) << neither.explanation;
+}
+
+// Senders no faster than the bottleneck: the unpaced loss test is (k S - C) M / S > q with S = C,
+// i.e. (n - 1) m > q, PlogP-BR's E_q with n converging flows.
+TEST(Decision, SenderLinkRateEntersTheLossTest)
+{
+	BottleneckShape b = bottleneck();
+	b.sender_link_bps = kC;
+	// 4 x 18000 B: 72000 > q unpaced at infinite rate, but (4 - 1) x 18000 = 54000 <= q at S = C.
+	const Decision same_speed = decide(phase(4, 1, 18000), b, test::path_table(), kRto, bounds());
+	EXPECT_FALSE(same_speed.prediction(PlanKind::Nothing).loss_expected);
+	const Decision fast = decide(phase(4, 1, 18000), bottleneck(), test::path_table(), kRto, bounds());
+	EXPECT_TRUE(fast.prediction(PlanKind::Nothing).loss_expected);
+}
+
+// Without a bottleneck there is no queue to overflow: T = f g(m) + L.
+TEST(Decision, NoBottleneckNoRemedy)
+{
+	const Decision d = decide(phase(8, 8, 1 << 20), BottleneckShape{}, test::path_table(), kRto, bounds());
+	EXPECT_EQ(d.best, PlanKind::Nothing);
+	EXPECT_FALSE(d.prediction(PlanKind::Nothing).loss_expected);
+	// f g(m) + L: the sender's own gap is all that limits it.
+	EXPECT_DOUBLE_EQ(d.prediction(PlanKind::Nothing).time_us, 8 * test::path_gap_us(1 << 20) + test::kPathLatencyUs);
+}
+
+} // namespace
+} // namespace gp::models

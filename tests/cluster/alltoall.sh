@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# Runs one gp-alltoall job on the namespace cluster: one rank per host (or K with
+# --ranks-per-host), each in its host's namespace, and prints rank 0's JSON.
+#
+#   alltoall.sh --state FILE [--ranks-per-host K] [--port P] [--program PATH] [--wait SECONDS]
+#               -- [gp-alltoall options except --rank/--ranks/--rendezvous/--bind/--side]
+#
+# Ranks follow the host order h1..hN (K consecutive ranks per host), so the left side holds the
+# low ranks; each rank gets --side from its host and binds to its host's address. Rank 0 (on h1)
+# listens for the rendezvous on h1's address, port P (default: a random free one). Without
+# --capacity the cluster's bottleneck rate is passed. The program defaults to $GP_ALLTOALL, then
+# build/tools/alltoall/gp-alltoall of this checkout, then gp-alltoall on PATH.
+# Waits at most --wait seconds (default: the job's --timeout + --setup-timeout + 30); ranks
+# still running then, or when this script is interrupted, are killed (by pid).
+# Exit status: rank 0's (2 for usage errors of this script, 124 if rank 0 had to be killed).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+usage() {
+	sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+	exit 2
+}
+usage_error() {
+	echo "alltoall.sh: $*" >&2
+	exit 2
+}
+need_value() { [[ $# -ge 2 && -n $2 ]] || usage_error "option $1 needs a value"; }
+is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
+
+state="" per_host=1 port="" program=${GP_ALLTOALL:-} wait_s=""
+while (($#)); do
+	case $1 in
+	--state) need_value "$@"; state=$2; shift 2 ;;
+	--ranks-per-host) need_value "$@"; per_host=$2; shift 2 ;;
+	--port) need_value "$@"; port=$2; shift 2 ;;
+	--program) need_value "$@"; program=$2; shift 2 ;;
+	--wait) need_value "$@"; wait_s=$2; shift 2 ;;
+	--) shift; break ;;
+	-h | --help) usage ;;
+	*) usage_error "unknown option '$1' (gp-alltoall's options come after --)" ;;
+	esac
+done
+job_args=("$@")
+[[ -n $state ]] || usage_error "--state FILE is required"
+[[ -f $state ]] || usage_error "no state file $state (is the cluster up?)"
+is_uint "$per_host" && ((per_host >= 1 && per_host <= 64)) || usage_error "--ranks-per-host must be 1..64"
+[[ -z $port ]] || { is_uint "$port" && ((port >= 1 && port <= 65535)); } || usage_error "--port must be 1..65535"
+[[ -z $wait_s ]] || { is_uint "$wait_s" && ((wait_s >= 1)); } || usage_error "--wait must be whole seconds >= 1"
+
+# The launcher owns the placement: these come from the cluster, not from the caller.
+job_timeout=120 job_setup=30 have_capacity=0
+for ((i = 0; i < ${#job_args[@]}; i++)); do
+	case ${job_args[i]} in
+	--rank | --ranks | --rendezvous | --bind | --side | --rank=* | --ranks=* | --rendezvous=* | --bind=* | --side=*)
+		usage_error "${job_args[i]%%=*} is set by the launcher" ;;
+	--timeout) job_timeout=${job_args[i + 1]:-120} ;;
+	--setup-timeout) job_setup=${job_args[i + 1]:-30} ;;
+	--capacity | --capacity=*) have_capacity=1 ;;
+	esac
+done
+
+if [[ -z $program ]]; then
+	program=$here/../../build/tools/alltoall/gp-alltoall
+	[[ -x $program ]] || program=$(command -v gp-alltoall || true)
+fi
+[[ -n $program && -x $program ]] || usage_error "gp-alltoall not found (--program PATH or GP_ALLTOALL)"
+program=$(cd "$(dirname "$program")" && pwd)/$(basename "$program")
+
+# shellcheck disable=SC1090
+source "$state"
+[[ ${GPC_COMPLETE:-0} == 1 ]] || usage_error "cluster of $state is not completely up"
+hosts=() addrs=() sides=()
+while read -r name _ns addr side; do
+	hosts+=("$name") addrs+=("$addr") sides+=("$side")
+done < <("$here/cluster.sh" hosts --state "$state")
+((${#hosts[@]} >= 1)) || { echo "alltoall.sh: the cluster has no hosts" >&2; exit 1; }
+ranks=$((${#hosts[@]} * per_host))
+((ranks >= 2)) || usage_error "one host with one rank: use --ranks-per-host 2 or more"
+((have_capacity)) || job_args+=(--capacity "$((GPC_RATE_BYTES_PER_S * 8))")
+
+# A free port on h1: nothing in the cluster's hosts but our own jobs listens, but other jobs may.
+if [[ -z $port ]]; then
+	for _ in $(seq 20); do
+		candidate=$((20000 + RANDOM % 40000))
+		if [[ -z $(ip netns exec "${GPC_HOST_NS[0]}" ss -Htln "sport = :$candidate" 2>/dev/null) ]]; then
+			port=$candidate
+			break
+		fi
+	done
+	[[ -n $port ]] || { echo "alltoall.sh: no free port found on ${hosts[0]}" >&2; exit 1; }
+fi
+rendezvous=${addrs[0]}:$port
+
+if [[ -z $wait_s ]]; then
+	wait_s=$(awk -v t="$job_timeout" -v s="$job_setup" 'BEGIN { printf "%d", t + s + 30 + 0.999 }')
+fi
+
+pids=() reaped=()
+# Kills the ranks that still run (TERM, then KILL after 2 s). Only pids this script started and
+# has not reaped yet: a reaped pid may already belong to someone else.
+kill_ranks() {
+	local r alive round
+	for round in $(seq 0 40); do
+		alive=()
+		for r in "${!pids[@]}"; do
+			[[ ${reaped[r]} == 1 ]] && continue
+			if rank_running "${pids[r]}"; then alive+=("${pids[r]}"); else wait "${pids[r]}" 2>/dev/null || true; reaped[r]=1; fi
+		done
+		((${#alive[@]})) || return 0
+		if ((round == 0)); then kill -TERM "${alive[@]}" 2>/dev/null || true
+		elif ((round == 20)); then kill -KILL "${alive[@]}" 2>/dev/null || true; fi
+		sleep 0.1
+	done
+}
+# Running = exists and not a zombie (a zombie answers kill -0 until it is reaped).
+rank_running() {
+	local stat
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	stat=${stat##*) }
+	[[ ${stat%% *} != Z ]]
+}
+cleanup() { trap - INT TERM; kill_ranks; }
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+for i in "${!hosts[@]}"; do
+	for ((k = 0; k < per_host; k++)); do
+		rank=$((i * per_host + k))
+		args=(--rank "$rank" --ranks "$ranks" --rendezvous "$rendezvous" --bind "${addrs[i]}")
+		[[ ${sides[i]} == left || ${sides[i]} == right ]] && args+=(--side "${sides[i]}")
+		# Only rank 0 speaks on stdout (the JSON); anything else would corrupt it.
+		if ((rank == 0)); then
+			"$here/cluster.sh" exec --state "$state" "${hosts[i]}" "$program" "${args[@]}" "${job_args[@]}" &
+		else
+			"$here/cluster.sh" exec --state "$state" "${hosts[i]}" "$program" "${args[@]}" "${job_args[@]}" >&2 &
+		fi
+		pids[rank]=$!
+		reaped[rank]=0
+	done
+done
+
+# Reap ranks as they end; after rank 0, the others get a moment (they follow it within ms).
+statuses=()
+deadline=$((SECONDS + wait_s))
+after_rank0=""
+while :; do
+	running=0
+	for r in "${!pids[@]}"; do
+		[[ ${reaped[r]} == 1 ]] && continue
+		if rank_running "${pids[r]}"; then
+			running=$((running + 1))
+		else
+			rc=0
+			wait "${pids[r]}" || rc=$?
+			statuses[r]=$rc
+			reaped[r]=1
+		fi
+	done
+	((running)) || break
+	if [[ ${reaped[0]} == 1 && -z $after_rank0 ]]; then after_rank0=$((SECONDS + 10)); fi
+	why=""
+	if [[ -n $after_rank0 ]] && ((SECONDS >= after_rank0)); then
+		why="10 s after rank 0 ended"
+	elif ((SECONDS >= deadline)); then
+		why="--wait ${wait_s} s"
+	fi
+	if [[ -n $why ]]; then
+		echo "alltoall.sh: ranks still running $why, killing them" >&2
+		kill_ranks
+		break
+	fi
+	sleep 0.05
+done
+rc0=${statuses[0]:-124}
+for r in "${!statuses[@]}"; do
+	((r == 0 || statuses[r] == 0 || statuses[r] == rc0)) ||
+		echo "alltoall.sh: rank $r exited with ${statuses[r]} (rank 0: $rc0)" >&2
+done
+exit "$rc0"

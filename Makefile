@@ -5,7 +5,8 @@
 #   make check      all tests: unit tests, then the guest-kernel tests
 #   make check-vm   guest-kernel tests only (QEMU, Debian's 6.1 and 6.12 kernels)
 #   make bench      Google Benchmark suite
-#   make demo       the demonstration (see README.md)
+#   make bench-system  the all-to-all collapse and its removal on the namespace cluster
+#   make demo       the collapse and its removal (see README.md); demo-vm: gap frames in a guest
 #
 # KDIR defaults to the running kernel's build tree and falls back to the newest
 # installed Debian linux-headers; set it to build the module for another kernel.
@@ -42,13 +43,26 @@ check-vm: userspace
 bench: userspace
 	$(BUILD)/tools/bench/pace_bench
 	$(BUILD)/tools/bench/hint_bench
+	$(BUILD)/tools/bench/planner_bench
 	@# hint_latency exits 77 (and says why) without root or network namespaces.
 	$(BUILD)/tools/bench/hint_latency; rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 77 ] || exit $$rc
 
-demo: userspace
+# Options for tools/bench/system/bench-system.sh, e.g. BENCH_ARGS="--topologies 4+4 --reps 1".
+BENCH_ARGS ?=
+# It rewrites the results section of Documentation/performance.md (tables and plots).
+bench-system: userspace
+	bash tools/bench/system/bench-system.sh --build $(abspath $(BUILD)) \
+		--publish $(abspath Documentation/performance.md) $(BENCH_ARGS)
+
+# Installs its own packages and builds only what it runs (a fresh machine: a few minutes).
+demo:
+	bash tools/bench/system/demo.sh
+
+# The gap-frame pacing demonstration in a QEMU guest (wire capture of one paced flow).
+demo-vm: userspace
 	bash tests/vm/demo.sh --build $(abspath $(BUILD))
 
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all userspace module deps check check-unit check-vm bench demo clean
+.PHONY: all userspace module deps check check-unit check-vm bench bench-system demo demo-vm clean

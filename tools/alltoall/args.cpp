@@ -22,7 +22,7 @@ struct OptionSpec {
 constexpr OptionSpec kOptions[] = {
 	{"rank", true},	   {"ranks", true},	   {"rendezvous", true}, {"bind", true},	 {"msg", true},
 	{"volume", true},  {"iterations", true},   {"pattern", true},	 {"side", true},	 {"capacity", true},
-	{"timeout", true}, {"setup-timeout", true}, {"stall-ms", true},	 {"hints", true},	 {"sndbuf", true}, {"pacing-rate", true},
+	{"timeout", true}, {"setup-timeout", true}, {"stall-ms", true}, {"warmup", true},	 {"hints", true},	 {"sndbuf", true}, {"pacing-rate", true},
 	{"rcvbuf", true},  {"cc", true},	   {"out", true},	 {"no-verify", false},
 };
 
@@ -120,7 +120,7 @@ std::string usage_text()
 	return "usage: gp-alltoall --rank R --ranks P --rendezvous ADDR:PORT --bind ADDR --msg BYTES\n"
 	       "                   (--volume BYTES | --iterations N) [--pattern pairwise|ring|half]\n"
 	       "                   [--side left|right] [--capacity BITS_PER_S] [--timeout SECONDS]\n"
-	       "                   [--setup-timeout SECONDS] [--stall-ms MS] [--hints none|iteration|once]\n"
+	       "                   [--setup-timeout SECONDS] [--stall-ms MS] [--warmup N] [--hints none|iteration|once]\n"
 	       "                   [--sndbuf BYTES] [--rcvbuf BYTES] [--pacing-rate RATE] [--cc NAME] [--out FILE] [--no-verify]\n"
 	       "One process per rank. Rank 0 listens on --rendezvous and prints one JSON object (stdout and\n"
 	       "--out); the other ranks print nothing on success. Sizes take k/m/g suffixes (powers of 1024),\n"
@@ -202,6 +202,7 @@ Expected<Options> parse_arguments(int argc, char *const argv[])
 	o.timeout_seconds = r.seconds("timeout", kDefaultTimeoutSeconds, 86400);
 	o.setup_timeout_seconds = r.seconds("setup-timeout", kDefaultSetupTimeoutSeconds, 3600);
 	o.stall_ms = r.number("stall-ms", false, 1, 3600 * 1000, false).value_or(kDefaultStallMs);
+	o.warmup = r.number("warmup", false, 0, 1000, false).value_or(1);
 	if (const auto text = r.find("hints")) {
 		const auto mode = hint_mode_from_name(*text);
 		if (mode)

@@ -39,6 +39,9 @@ struct Options {
 	double timeout_seconds = kDefaultTimeoutSeconds;
 	double setup_timeout_seconds = kDefaultSetupTimeoutSeconds;
 	uint64_t stall_ms = kDefaultStallMs;
+	// Unmeasured iterations before the start barrier: a new connection's first segments are
+	// neither paced nor in steady state, and MPI benchmarks warm up the same way.
+	uint64_t warmup = 1;
 	HintMode hints = HintMode::None;
 	std::optional<uint64_t> sndbuf;
 	std::optional<uint64_t> rcvbuf;

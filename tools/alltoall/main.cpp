@@ -264,6 +264,24 @@ int RankProcess::run()
 		say(warning);
 	hints.describe(o_.pattern, o_.rank, o_.ranks, o_.msg, table.iterations, *links, *schedule);
 
+	// 2b. Warm-up iterations, unmeasured (hints as configured: a daemon sees the phases the
+	// way an MPI job's earlier collectives show them). Every rank finishes them only after it
+	// received all their data, so none of it leaks into the measured run after the barrier.
+	if (o_.warmup > 0) {
+		Exchange warmup({o_.rank, o_.ranks, o_.msg, o_.warmup, false}, *links, *schedule, hints);
+		if (auto ok = warmup.attach(*loop_); !ok)
+			return give_up(ok.error());
+		warmup.begin();
+		auto warmed = loop_->run(
+			[&]() -> Expected<Step> { return member_->stop_requested() ? Step::Finished : warmup.pump(); },
+			setup_deadline_);
+		warmup.detach(*loop_);
+		if (!warmed)
+			return warmup.failed() ? data_connection_failed(warmed.error()) : give_up(warmed.error());
+		if (!warmup.finished())
+			return setup_expired("the warm-up iterations");
+	}
+
 	// 3. The start barrier. Counters are read before it: the run's traffic is all after.
 	RankResult result;
 	result.rank = static_cast<uint32_t>(o_.rank);

@@ -132,6 +132,7 @@ std::string build_report(const ReportInput &in)
 	json.field("stall_ms", o.stall_ms);
 	optional_field(json, "sndbuf", o.sndbuf);
 	optional_field(json, "pacing_rate_bps", o.pacing_rate_bps);
+	json.field("warmup", o.warmup);
 	optional_field(json, "rcvbuf", o.rcvbuf);
 	json.field("verified", verified && !present.empty() && o.verify);
 	json.field("timed_out", timed_out);

@@ -1,0 +1,319 @@
+#!/usr/bin/env bash
+# bench-system: the all-to-all collapse and its removal, measured side by side on the namespace
+# test cluster (tests/cluster) of this machine's own kernel.
+#
+#   bench-system.sh --build BUILD [--out DIR] [--topologies 4+4,8+8] [--sizes 1k,4k,...]
+#                   [--variants LIST] [--reps N] [--rate 200mbit] [--queue 40] [--seconds S]
+#                   [--cell-timeout S] [--pattern pairwise|ring|half] [--quick] [--no-plot]
+#                   [--sndbuf BYTES|auto (default 8m)] [--planner models|default] [--publish DOC.md]
+#
+# For every topology (N+N hosts, one bottleneck of rate C with a FIFO of q packets per
+# direction), message size m and variant, it runs the TCP all-to-all (gp-alltoall) or a real
+# MPI_Alltoall (Open MPI with the PMPI shim) REPS times, and writes
+#   OUT/runs.jsonl   one JSON object per run (the tool's own report plus the cell's keys)
+#   OUT/cells.csv    per cell: median, min and max of the fraction of capacity, timeouts, ...
+#   OUT/results.md   the tables Documentation/performance.md quotes (generated, never edited)
+#   OUT/TOPOLOGY.png bandwidth vs message size, one line per variant (gnuplot)
+#
+# Variants (the issue's letters):
+#   stock         (a) stock Linux, cubic, nothing changed
+#   rto           (b) by hand: a route with `rto_min lock 5ms` to the cluster's subnet on every host
+#   pace          (b) by hand: every socket capped at C/k (SO_MAX_PACING_RATE, k = N senders/side)
+#   rto+pace      (b) both by hand
+#   gappaced      (c) one gappaced per host (stock backend) deciding from the tool's hints
+#   mpi-stock     (e) Open MPI MPI_Alltoall, stock
+#   mpi-gappaced  (e) Open MPI MPI_Alltoall with the PMPI shim and gappaced
+# The guest-kernel variant (d) runs in QEMU: tests/vm/gcluster (see Documentation/performance.md).
+#
+# Every run is bounded (--cell-timeout); the clusters, daemons and ranks it starts are removed
+# on every exit path. Needs root (network namespaces). Exit 0 when every cell produced a
+# result, 1 otherwise, 2 on bad usage, 77 without root.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../../.." && pwd)
+CLUSTER=$ROOT/tests/cluster
+
+usage() { sed -n '4,7p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+die() { echo "bench-system: $*" >&2; exit 1; }
+
+BUILD="" OUT="" TOPOLOGIES="4+4,8+8" SIZES="1k,4k,16k,64k,256k,1m,4m"
+VARIANTS="stock,rto,pace,rto+pace,gappaced,mpi-stock,mpi-gappaced"
+PLOT=1 PUBLISH='' PLANNER=models SNDBUF=8m REPS=3 RATE=200mbit QUEUE=40 SECONDS_PER_RUN=2 CELL_TIMEOUT=60 PATTERN=pairwise RTO_MS=5
+while (($#)); do
+	case $1 in
+	--build) BUILD=${2:?}; shift 2 ;;
+	--out) OUT=${2:?}; shift 2 ;;
+	--topologies) TOPOLOGIES=${2:?}; shift 2 ;;
+	--sizes) SIZES=${2:?}; shift 2 ;;
+	--variants) VARIANTS=${2:?}; shift 2 ;;
+	--reps) REPS=${2:?}; shift 2 ;;
+	--rate) RATE=${2:?}; shift 2 ;;
+	--queue) QUEUE=${2:?}; shift 2 ;;
+	--seconds) SECONDS_PER_RUN=${2:?}; shift 2 ;;
+	--cell-timeout) CELL_TIMEOUT=${2:?}; shift 2 ;;
+	--pattern) PATTERN=${2:?}; shift 2 ;;
+	--no-plot) PLOT=0; shift ;;
+	--sndbuf) SNDBUF=${2:?}; shift 2 ;;
+	--planner) PLANNER=${2:?}; shift 2 ;;
+	--publish) PUBLISH=${2:?}; shift 2 ;;
+	--quick) TOPOLOGIES=4+4 SIZES=16k,64k REPS=1 SECONDS_PER_RUN=1; shift ;;
+	-h | --help) usage ;;
+	*) echo "bench-system: unknown option '$1'" >&2; usage ;;
+	esac
+done
+[[ -n $BUILD ]] || { echo "bench-system: --build is required" >&2; usage; }
+BUILD=$(cd "$BUILD" && pwd) || exit 2
+OUT=${OUT:-$BUILD/bench-system}
+[[ $REPS =~ ^[1-9][0-9]?$ ]] || { echo "bench-system: --reps must be 1..99" >&2; exit 2; }
+[[ $SECONDS_PER_RUN =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "bench-system: --seconds must be a number" >&2; exit 2; }
+[[ $CELL_TIMEOUT =~ ^[1-9][0-9]*$ ]] || { echo "bench-system: --cell-timeout must be whole seconds" >&2; exit 2; }
+case $PATTERN in pairwise | ring | half) ;; *) echo "bench-system: bad --pattern '$PATTERN'" >&2; exit 2 ;; esac
+IFS=, read -ra TOPOS <<<"$TOPOLOGIES"
+IFS=, read -ra SIZE_LIST <<<"$SIZES"
+IFS=, read -ra VARIANT_LIST <<<"$VARIANTS"
+for t in "${TOPOS[@]}"; do [[ $t =~ ^[1-9][0-9]?\+[1-9][0-9]?$ ]] || { echo "bench-system: bad topology '$t' (N+M)" >&2; exit 2; }; done
+for v in "${VARIANT_LIST[@]}"; do
+	case $v in stock | rto | pace | rto+pace | gappaced | mpi-stock | mpi-gappaced) ;;
+	*) echo "bench-system: unknown variant '$v'" >&2; exit 2 ;; esac
+done
+[[ $(id -u) -eq 0 ]] || { echo "bench-system: SKIP: needs root (network namespaces)" >&2; exit 77; }
+ALLTOALL=$BUILD/tools/alltoall/gp-alltoall
+[[ -x $ALLTOALL ]] || die "$ALLTOALL is not built (make userspace)"
+[[ -x $BUILD/daemon/gappaced ]] || die "$BUILD/daemon/gappaced is not built"
+command -v jq >/dev/null || die "jq is missing (make deps)"
+
+# shellcheck source=../../../tests/cluster/lib.sh
+source "$CLUSTER/lib.sh"
+mkdir -p "$OUT"
+TMP=$(mktemp -d /tmp/gappace-bench.XXXXXX)
+TAG=$RANDOM$RANDOM
+DAEMONS=()
+stop_daemons() {
+	local p
+	for p in "${DAEMONS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+	for p in "${DAEMONS[@]}"; do
+		for _ in $(seq 30); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
+	DAEMONS=()
+}
+finish() {
+	set +e
+	stop_daemons
+	gp_cluster_down 2>/dev/null
+	rm -rf "$TMP"
+}
+trap finish EXIT
+trap 'exit 130' INT TERM
+
+bytes_of() { # 16k -> 16384
+	local v=${1,,}
+	case $v in
+	*k) echo $((${v%k} * 1024)) ;; *m) echo $((${v%m} * 1048576)) ;; *g) echo $((${v%g} * 1073741824)) ;;
+	*) echo "$v" ;;
+	esac
+}
+rate_bps() { # tc rate -> bit/s
+	local v=${1,,}
+	case $v in
+	*gbit) echo $((${v%gbit} * 1000000000)) ;; *mbit) echo $((${v%mbit} * 1000000)) ;;
+	*kbit) echo $((${v%kbit} * 1000)) ;; *bit) echo "${v%bit}" ;; *) die "rate '$1' needs a unit (bit kbit mbit gbit)" ;;
+	esac
+}
+C_BPS=$(rate_bps "$RATE")
+
+# Namespace TCP counters as one JSON object (for the MPI variants; gp-alltoall reports its own).
+tcp_counters() {
+	ip netns exec "$1" cat /proc/net/netstat /proc/net/snmp | awk '
+		/^TcpExt:/ { if (!h1) { split($0, k); h1 = 1 } else { for (i = 2; i <= NF; i++) ext[k[i]] = $i } }
+		/^Tcp:/ { if (!h2) { split($0, t); h2 = 1 } else { for (i = 2; i <= NF; i++) tcp[t[i]] = $i } }
+		END { printf "{\"TCPTimeouts\":%d,\"TCPLossProbes\":%d,\"RetransSegs\":%d}\n",
+			ext["TCPTimeouts"], ext["TCPLossProbes"], tcp["RetransSegs"] }'
+}
+
+start_daemons() { # writes one config per host, starts gappaced in every host namespace
+	local i h left=() right=()
+	for i in "${!GPC_HOSTS[@]}"; do
+		if [[ ${GPC_HOST_SIDE[$i]} == left ]]; then left+=("\"${GPC_HOST_ADDR[$i]}/32\""); else right+=("\"${GPC_HOST_ADDR[$i]}/32\""); fi
+	done
+	for i in "${!GPC_HOSTS[@]}"; do
+		h=${GPC_HOSTS[$i]}
+		mkdir -p "$TMP/$h"
+		cat >"$TMP/$h/gappaced.toml" <<CONF
+[daemon]
+backend = "stock"
+hints_socket = "$GAPPACE_HINTS_SOCK"
+control_socket = "$GAPPACE_CONTROL_SOCK"
+state_file = "$TMP/$h/state.json"
+phase_timeout = "30s"
+history = 64
+[rto]
+floor = "${RTO_MS}ms"
+[pacing]
+queue_packets = $QUEUE
+# The emulated bottleneck (tbf) counts Ethernet frames without FCS, preamble and gap: a
+# 1448-byte segment is a 1514-byte frame there (a real wire adds 24: the default 90).
+frame_overhead = 66
+[planner]
+model = "$PLANNER"
+[[bottleneck]]
+name = "left"
+capacity = "$RATE"
+queue_packets = $QUEUE
+prefixes = [$(IFS=,; echo "${left[*]}")]
+[[bottleneck]]
+name = "right"
+capacity = "$RATE"
+queue_packets = $QUEUE
+prefixes = [$(IFS=,; echo "${right[*]}")]
+CONF
+		ip netns exec "${GPC_HOST_NS[$i]}" "$BUILD/daemon/gappaced" --config "$TMP/$h/gappaced.toml" \
+			2>"$TMP/$h/daemon.log" &
+		DAEMONS+=($!)
+	done
+	for i in "${!GPC_HOSTS[@]}"; do
+		local up=0
+		for _ in $(seq 50); do
+			if ip netns exec "${GPC_HOST_NS[$i]}" "$BUILD/tools/gapctl/gapctl" daemon show >/dev/null 2>&1; then up=1; break; fi
+			sleep 0.1
+		done
+		((up)) || { cat "$TMP/${GPC_HOSTS[$i]}/daemon.log" >&2; die "gappaced on ${GPC_HOSTS[$i]} did not start"; }
+	done
+}
+
+daemon_counters() { # sums phases/apply errors over the hosts' daemons
+	local i
+	for i in "${!GPC_HOSTS[@]}"; do
+		ip netns exec "${GPC_HOST_NS[$i]}" "$BUILD/tools/gapctl/gapctl" -j daemon show 2>/dev/null | jq -c '.counters'
+	done | jq -s -c '{phases_begun: (map(.phases_begun) | add), apply_errors: (map(.apply_errors) | add),
+		phases_timed_out: (map(.phases_timed_out) | add), hints_dropped: (map(.hints_dropped) | add)}'
+}
+
+set_hand_rto() { # on|off: a route to the cluster subnet with a locked rto_min on every host
+	local i
+	for i in "${!GPC_HOSTS[@]}"; do
+		if [[ $1 == on ]]; then
+			ip -n "${GPC_HOST_NS[$i]}" route replace "$GPC_SUBNET" dev eth0 rto_min "${RTO_MS}ms" # iproute2 always locks rto_min
+		else
+			ip -n "${GPC_HOST_NS[$i]}" route replace "$GPC_SUBNET" dev eth0
+		fi
+	done
+}
+
+run_alltoall() { # VARIANT SIZE -> one JSON line on stdout
+	local variant=$1 m=$2 extra=() ranks=${#GPC_HOSTS[@]} n_left=$3
+	# The volume that takes SECONDS_PER_RUN at full capacity: cross-traffic share of an
+	# all-to-all is 2*N*M/(P*(P-1)) of all bytes; both directions carry C.
+	local cross_pairs=$((2 * n_left * (ranks - n_left)))
+	local volume
+	volume=$(awk -v c="$C_BPS" -v s="$SECONDS_PER_RUN" -v p="$ranks" -v x="$cross_pairs" -v m="$m" \
+		'BEGIN { v = 2 * c / 8 * s * p * (p - 1) / x; min = 4 * p * (p - 1) * m; printf "%d", (v < min ? min : v) }')
+	# Every phase in flight at once, as MPI's posted sends: a send buffer that holds a message
+	# (twice the largest size swept, 4m by default). Autotuning would size it from cwnd, which
+	# pacing keeps small, and so serialise the phases of exactly the paced variants.
+	[[ $SNDBUF == auto ]] || extra+=(--sndbuf "$SNDBUF")
+	case $variant in
+	pace | rto+pace) extra+=(--pacing-rate $((C_BPS / n_left))) ;;
+	gappaced) extra+=(--hints iteration) ;;
+	esac
+	GAPPACE_HINTS_SOCK=$GAPPACE_HINTS_SOCK "$CLUSTER/alltoall.sh" --state "$GPC_STATE" -- \
+		--msg "$m" --volume "$volume" --pattern "$PATTERN" --capacity "$C_BPS" --cc cubic \
+		--timeout "$CELL_TIMEOUT" "${extra[@]}" 2>"$TMP/alltoall.err" || true
+}
+
+run_mpi() { # VARIANT SIZE N_LEFT -> one JSON line: the collectives report plus counters
+	local variant=$1 m=$2 n_left=$3 ranks=${#GPC_HOSTS[@]} env=() i
+	local program=$BUILD/tests/mpi/collectives-openmpi shim=$BUILD/libctl/mpi/openmpi/libgapctl-mpi.so
+	[[ -x $program && -f $shim ]] || { echo '{"error":"collectives-openmpi or the shim is not built"}'; return; }
+	local cross_pairs=$((2 * n_left * (ranks - n_left)))
+	local iters
+	iters=$(awk -v c="$C_BPS" -v s="$SECONDS_PER_RUN" -v x="$cross_pairs" -v m="$m" \
+		'BEGIN { n = int(2 * c / 8 * s / (x * m)); if (n < 4) n = 4; if (n > 20000) n = 20000; print n }')
+	[[ $variant == mpi-gappaced ]] && env=(--env "LD_PRELOAD=$shim" --env "GAPPACE_HINTS_SOCK=$GAPPACE_HINTS_SOCK")
+	local before=() after=()
+	for i in "${!GPC_HOSTS[@]}"; do before+=("$(tcp_counters "${GPC_HOST_NS[$i]}")"); done
+	local out rc=0
+	out=$(gp_cluster_mpirun --mpi openmpi --timeout "$CELL_TIMEOUT" "${env[@]}" -- \
+		"$program" --size "$m" --iters "$iters" --warmup 1 --kinds alltoall 2>"$TMP/mpi.err") || rc=$?
+	for i in "${!GPC_HOSTS[@]}"; do after+=("$(tcp_counters "${GPC_HOST_NS[$i]}")"); done
+	local delta
+	delta=$(jq -n -c --argjson b "$(printf '%s\n' "${before[@]}" | jq -s .)" --argjson a "$(printf '%s\n' "${after[@]}" | jq -s .)" \
+		'[range(0; $a|length) as $i | ($a[$i] | to_entries | map({key, value: (.value - $b[$i][.key])}) | from_entries)]
+		 | {TCPTimeouts: (map(.TCPTimeouts) | add), TCPLossProbes: (map(.TCPLossProbes) | add), RetransSegs: (map(.RetransSegs) | add)}')
+	local line
+	line=$(grep -m1 '^{"program":"collectives"' <<<"$out" || true)
+	[[ -n $line ]] || line='{"error":"no report","rc":'$rc'}'
+	jq -c --argjson tcp "$delta" --argjson c "$C_BPS" --argjson x "$cross_pairs" --argjson rc "$rc" \
+		'. as $r | ($r.results // [] | map(select(.kind == "alltoall")) | .[0]) as $a
+		 | $r + {rc: $rc, tcp: $tcp,
+		   seconds: ($a.total_s // null),
+		   bytes_cross: (if $a then ($r.iters * $x * $r.size) else null end),
+		   fraction_of_capacity: (if $a and $a.total_s > 0 then ($r.iters * $x * $r.size * 8) / ($a.total_s * 2 * $c) else null end),
+		   iteration_us: {p50: $a.p50_us, p99: $a.p99_us, max: $a.max_us},
+		   stalled_iterations: null}' <<<"$line"
+}
+
+export GAPPACE_HINTS_SOCK=@gappace-bench-hints-$TAG GAPPACE_CONTROL_SOCK=@gappace-bench-ctl-$TAG
+RUNS=$OUT/runs.jsonl
+: >"$RUNS"
+{
+	echo "machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), kernel $(uname -r)"
+	echo "started: $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "command: $0 --topologies $TOPOLOGIES --sizes $SIZES --variants $VARIANTS --reps $REPS --rate $RATE --queue $QUEUE --seconds $SECONDS_PER_RUN --pattern $PATTERN"
+} >"$OUT/machine.txt"
+cat "$OUT/machine.txt" >&2
+failures=0
+for topo in "${TOPOS[@]}"; do
+	n_left=${topo%+*} n_right=${topo#*+}
+	gp_cluster_up "$TMP/cluster-$topo.state" --left "$n_left" --right "$n_right" --rate "$RATE" --queue "$QUEUE" >/dev/null
+	echo "== $topo: ${#GPC_HOSTS[@]} hosts, bottleneck $RATE, FIFO $QUEUE packets, cc $GPC_CC" >&2
+	for variant in "${VARIANT_LIST[@]}"; do
+		case $variant in rto | rto+pace) set_hand_rto on ;; esac
+		case $variant in gappaced | mpi-gappaced) start_daemons ;; esac
+		for size in "${SIZE_LIST[@]}"; do
+			m=$(bytes_of "$size")
+			for rep in $(seq "$REPS"); do
+				dc_before='{}'
+				[[ $variant == *gappaced ]] && dc_before=$(daemon_counters)
+				if [[ $variant == mpi-* ]]; then
+					line=$(run_mpi "$variant" "$m" "$n_left")
+				else
+					line=$(run_alltoall "$variant" "$m" "$n_left")
+				fi
+				if ! jq -e 'type == "object" and (.fraction_of_capacity | type) == "number"' >/dev/null 2>&1 <<<"$line"; then
+					echo "bench-system: $topo $variant $size rep $rep: no result: $(head -c 300 <<<"$line") $(tail -n 3 "$TMP"/*.err 2>/dev/null | head -c 600)" >&2
+					failures=$((failures + 1))
+					line=${line:-null}
+					jq -e . >/dev/null 2>&1 <<<"$line" || line=null
+				fi
+				dc='null'
+				[[ $variant == *gappaced ]] && dc=$(jq -n -c --argjson b "$dc_before" --argjson a "$(daemon_counters)" \
+					'$a | to_entries | map({key, value: (.value - ($b[.key] // 0))}) | from_entries')
+				jq -n -c --arg topo "$topo" --arg variant "$variant" --argjson m "$m" --argjson rep "$rep" \
+					--argjson r "$line" --argjson daemon "$dc" --arg cc "$GPC_CC" --arg rate "$RATE" --argjson queue "$QUEUE" \
+					'{topology: $topo, variant: $variant, msg: $m, rep: $rep, cc: $cc, rate: $rate, queue: $queue,
+					  daemon: $daemon, result: $r}' >>"$RUNS"
+				jq -r '"\(.topology) \(.variant) m=\(.msg) rep \(.rep): " +
+					(if .result.fraction_of_capacity then "\(.result.fraction_of_capacity * 1000 | round / 1000) of C, \(.result.tcp.TCPTimeouts // "?") timeouts" else "no result" end)' \
+					<<<"$(tail -n1 "$RUNS")" >&2
+			done
+		done
+		if [[ $variant == *gappaced ]]; then
+			# What the daemons planned, predicted and measured (calibration), kept per host.
+			for i in "${!GPC_HOSTS[@]}"; do
+				ip netns exec "${GPC_HOST_NS[$i]}" "$BUILD/tools/gapctl/gapctl" -j daemon show \
+					>"$OUT/daemon-$topo-$variant-${GPC_HOSTS[$i]}.json" 2>/dev/null || true
+			done
+			stop_daemons
+		fi
+		case $variant in rto | rto+pace) set_hand_rto off ;; esac
+	done
+	gp_cluster_down
+done
+echo "finished: $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/machine.txt"
+report_args=()
+((PLOT)) || report_args+=(--no-plot)
+[[ -z $PUBLISH ]] || report_args+=(--publish "$PUBLISH")
+python3 "$HERE/report.py" --runs "$RUNS" --out "$OUT" --machine "$OUT/machine.txt" "${report_args[@]}"
+((failures == 0)) || { echo "bench-system: $failures runs produced no result" >&2; exit 1; }

@@ -1,0 +1,265 @@
+#!/usr/bin/env python3
+"""Turns bench-system's runs.jsonl into cells.csv, results.md and one PNG per topology.
+
+Every figure in results.md is computed here from the runs file: Documentation/performance.md
+includes results.md as generated, so the document and what `make bench-system` prints agree.
+A cell is (topology, variant, message size); its figures are the median over repetitions with
+the minimum and maximum next to it.
+"""
+import argparse
+import csv
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+
+VARIANT_ORDER = ["stock", "rto", "pace", "rto+pace", "gappaced", "module-stock", "module-gappaced",
+                 "mpi-stock", "mpi-gappaced"]
+VARIANT_TITLE = {
+    "stock": "(a) stock",
+    "rto": "(b) rto_min 5ms",
+    "pace": "(b) pace C/k",
+    "rto+pace": "(b) both",
+    "gappaced": "(c) gappaced",
+    "module-stock": "(d) guest stock",
+    "module-gappaced": "(d) guest gappaced",
+    "mpi-stock": "(e) MPI stock",
+    "mpi-gappaced": "(e) MPI gappaced",
+}
+HAND = ["rto", "pace", "rto+pace"]
+
+
+def size_name(m):
+    for unit, div in (("M", 1 << 20), ("K", 1 << 10)):
+        if m >= div and m % div == 0:
+            return f"{m // div} {unit}B"
+    return f"{m} B"
+
+
+def load(path):
+    runs = []
+    with open(path) as f:
+        for number, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                runs.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                sys.exit(f"report: {path}:{number}: not JSON: {e}")
+    return runs
+
+
+def cells_of(runs):
+    cells = {}
+    for r in runs:
+        key = (r["topology"], r["variant"], int(r["msg"]))
+        cells.setdefault(key, []).append(r)
+    out = {}
+    for key, rs in cells.items():
+        fr = [x["result"]["fraction_of_capacity"] for x in rs
+              if isinstance(x.get("result"), dict) and isinstance(x["result"].get("fraction_of_capacity"), (int, float))]
+        to = [x["result"].get("tcp", {}).get("TCPTimeouts") for x in rs if isinstance(x.get("result"), dict)]
+        to = [t for t in to if isinstance(t, (int, float))]
+        st = [x["result"].get("stalled_iterations") for x in rs if isinstance(x.get("result"), dict)]
+        st = [s for s in st if isinstance(s, (int, float))]
+        p99 = [x["result"].get("iteration_us", {}).get("p99") for x in rs if isinstance(x.get("result"), dict)]
+        p99 = [p for p in p99 if isinstance(p, (int, float))]
+        out[key] = {
+            "runs": len(rs),
+            "ok": len(fr),
+            "fraction_median": statistics.median(fr) if fr else None,
+            "fraction_min": min(fr) if fr else None,
+            "fraction_max": max(fr) if fr else None,
+            "timeouts_median": statistics.median(to) if to else None,
+            "timeouts_total": sum(to) if to else None,
+            "stalled_median": statistics.median(st) if st else None,
+            "p99_us_median": statistics.median(p99) if p99 else None,
+        }
+    return out
+
+
+def fmt_fraction(c):
+    if not c or c["fraction_median"] is None:
+        return "–"
+    if c["ok"] == 1:
+        return f"{c['fraction_median']:.2f}"
+    return f"{c['fraction_median']:.2f} ({c['fraction_min']:.2f}–{c['fraction_max']:.2f})"
+
+
+def fmt_num(v):
+    if v is None:
+        return "–"
+    return f"{v:g}" if isinstance(v, float) and not v.is_integer() else f"{int(v)}"
+
+
+def write_csv(cells, path):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["topology", "variant", "msg_bytes", "runs", "ok", "fraction_median", "fraction_min",
+                    "fraction_max", "timeouts_median", "timeouts_total", "stalled_median", "p99_us_median"])
+        for (topo, variant, m), c in sorted(cells.items(), key=lambda kv: (kv[0][0], order(kv[0][1]), kv[0][2])):
+            w.writerow([topo, variant, m, c["runs"], c["ok"], c["fraction_median"], c["fraction_min"],
+                        c["fraction_max"], c["timeouts_median"], c["timeouts_total"], c["stalled_median"],
+                        c["p99_us_median"]])
+
+
+def order(variant):
+    return VARIANT_ORDER.index(variant) if variant in VARIANT_ORDER else len(VARIANT_ORDER)
+
+
+def acceptance(cells, topo, sizes, variants):
+    """Lines saying, per automatic variant, where it stands against the issue's criteria."""
+    lines = []
+    for auto in ("gappaced", "module-gappaced"):
+        if auto not in variants:
+            continue
+        below, lost_to_hand, timeouts = [], [], []
+        for m in sizes:
+            c = cells.get((topo, auto, m))
+            if not c or c["fraction_median"] is None:
+                below.append(size_name(m))
+                continue
+            if c["fraction_median"] < 0.90:
+                below.append(f"{size_name(m)} ({c['fraction_median']:.2f})")
+            if c["timeouts_total"]:
+                timeouts.append(f"{size_name(m)} ({fmt_num(c['timeouts_total'])})")
+            best_hand = max((cells[(topo, h, m)]["fraction_median"] for h in HAND
+                             if (topo, h, m) in cells and cells[(topo, h, m)]["fraction_median"] is not None),
+                            default=None)
+            if best_hand is not None and c["fraction_median"] < best_hand:
+                lost_to_hand.append(f"{size_name(m)} ({c['fraction_median']:.2f} < {best_hand:.2f})")
+        title = VARIANT_TITLE.get(auto, auto)
+        lines.append(f"- {title}: ≥ 0.90 of C at every size: "
+                     + ("yes" if not below else "no, below at " + ", ".join(below)))
+        lines.append(f"- {title}: zero retransmission timeouts: "
+                     + ("yes" if not timeouts else "no, at " + ", ".join(timeouts)))
+        lines.append(f"- {title}: at least the best hand remedy (median) at every size: "
+                     + ("yes" if not lost_to_hand else "no, at " + ", ".join(lost_to_hand)))
+    return lines
+
+
+def plot(cells, topo, sizes, variants, out_dir, machine):
+    gnuplot = shutil.which("gnuplot")
+    if not gnuplot:
+        print("report: gnuplot not found: no plot (apt-get install gnuplot-nox)", file=sys.stderr)
+        return None
+    data = os.path.join(out_dir, f"plot-{topo}.dat")
+    with open(data, "w") as f:
+        for v in variants:
+            f.write(f'# "{VARIANT_TITLE.get(v, v)}"\n')
+            for m in sizes:
+                c = cells.get((topo, v, m))
+                if c and c["fraction_median"] is not None:
+                    f.write(f"{m} {c['fraction_median']} {c['fraction_min']} {c['fraction_max']}\n")
+            f.write("\n\n")
+    png = os.path.join(out_dir, f"alltoall-{topo}.png")
+    script = [
+        "set terminal pngcairo size 1000,560 font ',10'",
+        f"set output '{png}'",
+        f"set title 'TCP all-to-all, {topo} hosts, bottleneck {machine.get('rate', 'C')} with a {machine.get('queue', 'q')}-packet FIFO (median, min-max)'",
+        "set logscale x 2",
+        "set xlabel 'message size per peer (bytes)'",
+        "set ylabel 'cross-bottleneck bandwidth / capacity'",
+        "set yrange [0:1.1]",
+        "set grid",
+        "set key outside right top",
+        "set termoption noenhanced",
+        "set xtics (" + ", ".join(f"'{size_name(m)}' {m}" for m in sizes) + ")",
+        f"set xrange [{sizes[0] / 1.5}:{sizes[-1] * 1.5}]",
+    ]
+    plots = []
+    for i, v in enumerate(variants):
+        t = VARIANT_TITLE.get(v, v)
+        plots.append(f"'{data}' index {i} using 1:2:3:4 with yerrorlines title '{t}'")
+    script.append("plot " + ", ".join(plots))
+    subprocess.run([gnuplot], input="\n".join(script), text=True, check=True)
+    return png
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--runs", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--machine", default=None)
+    ap.add_argument("--no-plot", action="store_true", help="skip the PNGs (no gnuplot needed)")
+    ap.add_argument("--publish", default=None,
+                    help="a Markdown file whose section between <!-- results:begin --> and "
+                         "<!-- results:end --> is replaced by the results; PNGs go next to it "
+                         "in a directory named like the file without .md")
+    a = ap.parse_args()
+    runs = load(a.runs)
+    if not runs:
+        sys.exit("report: no runs")
+    cells = cells_of(runs)
+    write_csv(cells, os.path.join(a.out, "cells.csv"))
+    machine_text = open(a.machine).read().strip() if a.machine and os.path.exists(a.machine) else ""
+    meta = {"rate": runs[0].get("rate"), "queue": runs[0].get("queue"), "cc": runs[0].get("cc")}
+
+    md = ["<!-- generated by tools/bench/system/report.py from runs.jsonl: do not edit -->", ""]
+    if machine_text:
+        md += ["```", machine_text, "```", ""]
+    topologies = sorted({k[0] for k in cells}, key=lambda t: [int(x) for x in t.split("+")])
+    for topo in topologies:
+        variants = sorted({k[1] for k in cells if k[0] == topo}, key=order)
+        sizes = sorted({k[2] for k in cells if k[0] == topo})
+        md.append(f"### {topo} hosts: bottleneck {meta['rate']}, FIFO {meta['queue']} packets, {meta['cc']}")
+        md.append("")
+        md.append("Cross-bottleneck bandwidth as a fraction of capacity (both directions summed), median (min–max):")
+        md.append("")
+        md.append("| message | " + " | ".join(VARIANT_TITLE.get(v, v) for v in variants) + " |")
+        md.append("|---:|" + "---:|" * len(variants))
+        for m in sizes:
+            md.append(f"| {size_name(m)} | " + " | ".join(fmt_fraction(cells.get((topo, v, m))) for v in variants) + " |")
+        md.append("")
+        md.append("Retransmission timeouts (TCPTimeouts, all hosts, median per run) / stalled iterations (median):")
+        md.append("")
+        md.append("| message | " + " | ".join(VARIANT_TITLE.get(v, v) for v in variants) + " |")
+        md.append("|---:|" + "---:|" * len(variants))
+        for m in sizes:
+            row = []
+            for v in variants:
+                c = cells.get((topo, v, m))
+                row.append("–" if not c else f"{fmt_num(c['timeouts_median'])} / {fmt_num(c['stalled_median'])}")
+            md.append(f"| {size_name(m)} | " + " | ".join(row) + " |")
+        md.append("")
+        md += acceptance(cells, topo, sizes, variants)
+        md.append("")
+        png = None if a.no_plot else plot(cells, topo, sizes, variants, a.out, meta)
+        if png:
+            md.append(f"![{topo}]({os.path.basename(png)})")
+            md.append("")
+    with open(os.path.join(a.out, "results.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    if a.publish:
+        publish(a.publish, md, a.out)
+    print("\n".join(md))
+
+
+def publish(doc, md, out_dir):
+    begin, end = "<!-- results:begin -->", "<!-- results:end -->"
+    text = open(doc).read()
+    if begin not in text or end not in text:
+        sys.exit(f"report: {doc} has no {begin} ... {end} section")
+    assets = os.path.splitext(doc)[0]
+    os.makedirs(assets, exist_ok=True)
+    rel = os.path.basename(assets)
+    lines = []
+    for line in md:
+        if line.startswith("![") and "](" in line:
+            name = line[line.index("](") + 2:-1]
+            shutil.copy(os.path.join(out_dir, name), os.path.join(assets, name))
+            line = line.replace("](" + name + ")", "](" + rel + "/" + name + ")")
+        lines.append(line)
+    shutil.copy(os.path.join(out_dir, "cells.csv"), os.path.join(assets, "cells.csv"))
+    shutil.copy(os.path.join(out_dir, "runs.jsonl"), os.path.join(assets, "runs.jsonl"))
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    with open(doc, "w") as f:
+        f.write(head + begin + "\n" + "\n".join(lines) + "\n" + end + tail)
+
+
+if __name__ == "__main__":
+    main()

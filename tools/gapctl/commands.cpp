@@ -1,5 +1,7 @@
 #include "commands.hpp"
+#include "advise.hpp"
 #include "control.hpp"
+#include "probe_command.hpp"
 
 #include <linux/genetlink.h>
 #include <linux/netlink.h>
@@ -491,7 +493,7 @@ int run(const Command &command, const GlobalOptions &options, Args args, FILE *o
 
 } // namespace
 
-const std::array<Command, 14> kCommands{{
+const std::array<Command, 16> kCommands{{
 	{"qdisc", "attach", qdisc_attach, "qdisc attach dev DEV [linkrate RATE|auto] [ifg BYTES] [limit PACKETS]"},
 	{"qdisc", "change", qdisc_change, "qdisc change dev DEV [linkrate RATE|auto] [ifg BYTES] [limit PACKETS]"},
 	{"qdisc", "detach", qdisc_detach, "qdisc detach dev DEV"},
@@ -509,6 +511,10 @@ const std::array<Command, 14> kCommands{{
 	 "hint KIND peers ADDR[,ADDR|,LOCAL:PORT-REMOTE:PORT...] size BYTES [algorithm ALG] [comm-size N] [rank N]"
 	 " [repetitions N] [hold TIME] [no-kernel]"},
 	{"daemon", "show", daemon_show, "daemon show [socket PATH]"},
+	{"probe", "", probe_command,
+	 "probe { PEER [--port P] [--out FILE] [--max-size BYTES] [--reps N] [--quick] [--bottleneck-rate RATE]"
+	 " [--timeout S] [-j] | --serve [--bind ADDR] [--port P] [--once] [--timeout S] }"},
+	{"advise", "bcast", advise_bcast, "advise bcast --nodes P --size N [--params FILE] [-j]"},
 }};
 
 void print_usage(FILE *to, std::string_view object)
@@ -526,7 +532,7 @@ void print_usage(FILE *to, std::string_view object)
 	}
 	if (object.empty())
 		std::fputs("       gapctl help | gapctl OBJECT help | gapctl OBJECT COMMAND help\n"
-			   "where  OBJECT := { qdisc | pace | rto | stats | hint | daemon }\n"
+			   "where  OBJECT := { qdisc | pace | rto | stats | hint | daemon | probe | advise }\n"
 			   "       RATE   := bit/s with tc units: 100mbit, 1gbit, 2.5gbit, 10mbps, ...\n"
 			   "       PREFIX := IPv4 or IPv6 address with optional /LEN (default: the full length)\n"
 			   "       SADDR:SPORT DADDR:DPORT := a TCP connection as ss -tn shows it, local end\n"

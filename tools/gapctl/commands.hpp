@@ -35,7 +35,7 @@ struct Command {
 	std::string_view usage; // without the leading "gapctl "
 };
 
-extern const std::array<Command, 14> kCommands;
+extern const std::array<Command, 16> kCommands;
 
 // Runs OBJECT [VERB] ARGS...; returns the exit code.
 int dispatch(const GlobalOptions &options, std::span<const std::string_view> words, FILE *out = stdout,

@@ -213,6 +213,12 @@ run_alltoall() { # VARIANT SIZE -> one JSON line on stdout
 	# (twice the largest size swept, 4m by default). Autotuning would size it from cwnd, which
 	# pacing keeps small, and so serialise the phases of exactly the paced variants.
 	[[ $SNDBUF == auto ]] || extra+=(--sndbuf "$SNDBUF")
+	# A stalled iteration waited for something like a retransmission timeout (200 ms stock):
+	# longer than the ideal iteration (N*M*m bytes per direction at C) by 150 ms.
+	local stall_ms
+	stall_ms=$(awk -v n="$n_left" -v r="$((ranks - n_left))" -v m="$m" -v c="$C_BPS" \
+		'BEGIN { printf "%d", 8 * n * r * m / c * 1000 + 150 }')
+	extra+=(--stall-ms "$stall_ms")
 	case $variant in
 	pace | rto+pace) extra+=(--pacing-rate $((C_BPS / n_left))) ;;
 	gappaced) extra+=(--hints iteration) ;;
@@ -257,6 +263,7 @@ run_mpi() { # VARIANT SIZE N_LEFT -> one JSON line: the collectives report plus 
 export GAPPACE_HINTS_SOCK=@gappace-bench-hints-$TAG GAPPACE_CONTROL_SOCK=@gappace-bench-ctl-$TAG
 RUNS=$OUT/runs.jsonl
 : >"$RUNS"
+: >"$OUT/predictions.jsonl"
 {
 	echo "machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), kernel $(uname -r)"
 	echo "started: $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -288,8 +295,20 @@ for topo in "${TOPOS[@]}"; do
 					jq -e . >/dev/null 2>&1 <<<"$line" || line=null
 				fi
 				dc='null'
-				[[ $variant == *gappaced ]] && dc=$(jq -n -c --argjson b "$dc_before" --argjson a "$(daemon_counters)" \
-					'$a | to_entries | map({key, value: (.value - ($b[.key] // 0))}) | from_entries')
+				if [[ $variant == *gappaced ]]; then
+					dc=$(jq -n -c --argjson b "$dc_before" --argjson a "$(daemon_counters)" \
+						'$a | to_entries | map({key, value: (.value - ($b[.key] // 0))}) | from_entries')
+					# The daemons' recent phases: predicted, calibrated and measured times.
+					for i in "${!GPC_HOSTS[@]}"; do
+						ip netns exec "${GPC_HOST_NS[$i]}" "$BUILD/tools/gapctl/gapctl" -j daemon show 2>/dev/null |
+							jq -c --arg topo "$topo" --arg variant "$variant" --argjson m "$m" --argjson rep "$rep" \
+								--arg host "${GPC_HOSTS[$i]}" \
+								'{topology: $topo, variant: $variant, msg: $m, rep: $rep, host: $host,
+								  phases: [.history[] | select(.ended == "end" and .predicted_us > 0 and .bytes_per_peer == $m)
+									   | {predicted_us, calibrated_us, measured_us: (.duration_ns / 1000), plan}]}' \
+							>>"$OUT/predictions.jsonl" || true
+					done
+				fi
 				jq -n -c --arg topo "$topo" --arg variant "$variant" --argjson m "$m" --argjson rep "$rep" \
 					--argjson r "$line" --argjson daemon "$dc" --arg cc "$GPC_CC" --arg rate "$RATE" --argjson queue "$QUEUE" \
 					'{topology: $topo, variant: $variant, msg: $m, rep: $rep, cc: $cc, rate: $rate, queue: $queue,

@@ -179,6 +179,52 @@ def plot(cells, topo, sizes, variants, out_dir, machine):
     return png
 
 
+def prediction_rows(path):
+    """Per (topology, variant, size): how far the models' phase-time predictions were from the
+    measured phase times, raw and after calibration (each phase judged with the correction the
+    daemon had learned before it began)."""
+    rows = {}
+    if not os.path.exists(path):
+        return rows
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            r = json.loads(line)
+            key = (r["topology"], r["variant"], int(r["msg"]))
+            for p in r.get("phases", []):
+                measured = p.get("measured_us") or 0
+                if measured <= 0 or not p.get("predicted_us"):
+                    continue
+                rows.setdefault(key, []).append((p["predicted_us"], p.get("calibrated_us") or p["predicted_us"],
+                                                 measured, p.get("plan", "")))
+    return rows
+
+
+def prediction_table(rows, topo):
+    keys = sorted(k for k in rows if k[0] == topo)
+    if not keys:
+        return []
+    md = ["Models planner: predicted vs measured phase time (median over the daemons' last phases of each "
+          "size; relative error |measured − predicted| / measured):", "",
+          "| variant | message | phases | measured | predicted | error | calibrated | error | within ±15 % |",
+          "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for k in keys:
+        ps = rows[k]
+        measured = statistics.median(p[2] for p in ps)
+        predicted = statistics.median(p[0] for p in ps)
+        calibrated = statistics.median(p[1] for p in ps)
+        err_raw = statistics.median(abs(p[2] - p[0]) / p[2] for p in ps)
+        err_cal = statistics.median(abs(p[2] - p[1]) / p[2] for p in ps)
+        within = sum(1 for p in ps if abs(p[2] - p[1]) / p[2] <= 0.15) / len(ps)
+        md.append(f"| {VARIANT_TITLE.get(k[1], k[1])} | {size_name(k[2])} | {len(ps)} | {measured / 1000:.2f} ms | "
+                  f"{predicted / 1000:.2f} ms | {err_raw * 100:.0f} % | {calibrated / 1000:.2f} ms | "
+                  f"{err_cal * 100:.0f} % | {within * 100:.0f} % |")
+    md.append("")
+    return md
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--runs", required=True)
@@ -194,6 +240,7 @@ def main():
     if not runs:
         sys.exit("report: no runs")
     cells = cells_of(runs)
+    predictions = prediction_rows(os.path.join(os.path.dirname(os.path.abspath(a.runs)), "predictions.jsonl"))
     write_csv(cells, os.path.join(a.out, "cells.csv"))
     machine_text = open(a.machine).read().strip() if a.machine and os.path.exists(a.machine) else ""
     meta = {"rate": runs[0].get("rate"), "queue": runs[0].get("queue"), "cc": runs[0].get("cc")}
@@ -227,6 +274,7 @@ def main():
         md.append("")
         md += acceptance(cells, topo, sizes, variants)
         md.append("")
+        md += prediction_table(predictions, topo)
         png = None if a.no_plot else plot(cells, topo, sizes, variants, a.out, meta)
         if png:
             md.append(f"![{topo}]({os.path.basename(png)})")
@@ -255,6 +303,8 @@ def publish(doc, md, out_dir):
         lines.append(line)
     shutil.copy(os.path.join(out_dir, "cells.csv"), os.path.join(assets, "cells.csv"))
     shutil.copy(os.path.join(out_dir, "runs.jsonl"), os.path.join(assets, "runs.jsonl"))
+    if os.path.exists(os.path.join(out_dir, "predictions.jsonl")):
+        shutil.copy(os.path.join(out_dir, "predictions.jsonl"), os.path.join(assets, "predictions.jsonl"))
     head, rest = text.split(begin, 1)
     _, tail = rest.split(end, 1)
     with open(doc, "w") as f:

@@ -59,6 +59,20 @@ gp_cluster_addr() {
 	return 1
 }
 
+# gp_cluster_bottlenecks_toml: gappaced's [[bottleneck]] tables for the current cluster, one per
+# side: the link of rate GPC_RATE with a GPC_QUEUE-packet FIFO in front of that side's hosts.
+gp_cluster_bottlenecks_toml() {
+	local i side list
+	for side in left right; do
+		list=()
+		for i in "${!GPC_HOSTS[@]}"; do
+			[[ ${GPC_HOST_SIDE[$i]} == "$side" ]] && list+=("\"${GPC_HOST_ADDR[$i]}/32\"")
+		done
+		printf '[[bottleneck]]\nname = "%s"\ncapacity = "%s"\nqueue_packets = %s\nprefixes = [%s]\n' \
+			"$side" "$GPC_RATE" "$GPC_QUEUE" "$(IFS=,; echo "${list[*]}")"
+	done
+}
+
 # Pids of every process inside the current cluster's namespaces (hosts and switch).
 gp_cluster_pids() {
 	local ns

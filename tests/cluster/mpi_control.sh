@@ -38,12 +38,6 @@ check() { local what=$1; shift; if "$@"; then ok "$what"; else fail "$what"; fi;
 
 gp_cluster_up "$TMP/cluster.state" --left 2 --right 2 --rate 200mbit --queue 40
 echo "cluster: ${GPC_HOSTS[*]} (${GPC_HOST_ADDR[*]}), cc $GPC_CC"
-left=() right=()
-for i in "${!GPC_HOSTS[@]}"; do
-	if [[ ${GPC_HOST_SIDE[$i]} == left ]]; then left+=("\"${GPC_HOST_ADDR[$i]}/32\""); else right+=("\"${GPC_HOST_ADDR[$i]}/32\""); fi
-done
-# One daemon per namespace host. The sockets are abstract (@name): the same GAPPACE_HINTS_SOCK
-# in every rank reaches the daemon of the rank's own namespace.
 export GAPPACE_HINTS_SOCK=@gappace-hints-$TAG GAPPACE_CONTROL_SOCK=@gappace-ctl-$TAG
 for i in "${!GPC_HOSTS[@]}"; do
 	h=${GPC_HOSTS[$i]}
@@ -63,16 +57,7 @@ model = "default"
 frame_overhead = 0
 [rto]
 floor = "5ms"
-[[bottleneck]]
-name = "left"
-capacity = "$GPC_RATE"
-queue_packets = $GPC_QUEUE
-prefixes = [$(IFS=,; echo "${left[*]}")]
-[[bottleneck]]
-name = "right"
-capacity = "$GPC_RATE"
-queue_packets = $GPC_QUEUE
-prefixes = [$(IFS=,; echo "${right[*]}")]
+$(gp_cluster_bottlenecks_toml)
 CONF
 	ip netns exec "${GPC_HOST_NS[$i]}" "$BUILD/daemon/gappaced" --config "$TMP/$h/gappaced.toml" \
 		2>"$TMP/$h/daemon.log" &

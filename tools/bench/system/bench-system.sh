@@ -133,10 +133,7 @@ tcp_counters() {
 }
 
 start_daemons() { # writes one config per host, starts gappaced in every host namespace
-	local i h left=() right=()
-	for i in "${!GPC_HOSTS[@]}"; do
-		if [[ ${GPC_HOST_SIDE[$i]} == left ]]; then left+=("\"${GPC_HOST_ADDR[$i]}/32\""); else right+=("\"${GPC_HOST_ADDR[$i]}/32\""); fi
-	done
+	local i h
 	for i in "${!GPC_HOSTS[@]}"; do
 		h=${GPC_HOSTS[$i]}
 		mkdir -p "$TMP/$h"
@@ -157,16 +154,7 @@ queue_packets = $QUEUE
 frame_overhead = 66
 [planner]
 model = "$PLANNER"
-[[bottleneck]]
-name = "left"
-capacity = "$RATE"
-queue_packets = $QUEUE
-prefixes = [$(IFS=,; echo "${left[*]}")]
-[[bottleneck]]
-name = "right"
-capacity = "$RATE"
-queue_packets = $QUEUE
-prefixes = [$(IFS=,; echo "${right[*]}")]
+$(gp_cluster_bottlenecks_toml)
 CONF
 		ip netns exec "${GPC_HOST_NS[$i]}" "$BUILD/daemon/gappaced" --config "$TMP/$h/gappaced.toml" \
 			2>"$TMP/$h/daemon.log" &

@@ -51,7 +51,7 @@ out=$BUILD/demo
 rm -rf "$out"
 echo "demo: 4+4 hosts, bottleneck 200 Mbit/s with a 40-packet FIFO, cubic; all-to-all of 16 KB and 64 KB per peer"
 bash "$HERE/bench-system.sh" --build "$BUILD" --out "$out" --topologies 4+4 --sizes 16k,64k \
-	--variants stock,gappaced --reps 1 --seconds 3 --cell-timeout 60 --no-plot >/dev/null 2>"$out.log" || {
+	--variants stock,gappaced --reps 1 --seconds 2 --cell-timeout 60 --no-plot >/dev/null 2>"$out.log" || {
 	cat "$out.log" >&2
 	echo "demo: the benchmark failed (log above)" >&2
 	exit 1

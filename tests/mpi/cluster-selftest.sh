@@ -122,9 +122,13 @@ run_flavour() {
 			[[ -s $work/conn.$h ]] || complete=0
 		done
 		if ((complete)); then
-			# Connections are made on first use: give the first alltoall time to open all.
+			# Connections are made on first use: give the first alltoall time to open all. The
+			# job may end meanwhile on a fast (or a busy) machine: keep what the first look saw.
 			sleep 1
-			for h in "${GPC_HOSTS[@]}"; do rank_connections "$h" "collectives-$mpi" >"$work/conn.$h" || true; done
+			for h in "${GPC_HOSTS[@]}"; do
+				rank_connections "$h" "collectives-$mpi" >>"$work/conn.$h" || true
+				sort -u -o "$work/conn.$h" "$work/conn.$h"
+			done
 			break
 		fi
 		kill -0 "$job" 2>/dev/null || break

@@ -241,6 +241,21 @@ std::unique_ptr<NetnsPair> NetnsPair::create(std::string &error)
 			return nullptr;
 		}
 	}
+	// IPv6 installs an address's local route only once the link has carrier, which the veth
+	// gets when its far end is up, and the kernel reports that through linkwatch, up to a
+	// second later. Until then a lookup of our own address finds the /64 prefix route instead of
+	// the local one. Wait for both local routes (bounded).
+	for (int attempt = 0;; ++attempt) {
+		const auto near_local = run_command({"ip", "-6", "route", "show", "table", "local", "fd77::1"});
+		const auto far_local = run_command({"ip", "-6", "route", "show", "table", "local", "fd77::2"}, pair->far_.get());
+		if (near_local.status == 0 && far_local.status == 0 && !near_local.output.empty() && !far_local.output.empty())
+			break;
+		if (attempt == 100) {
+			error = "the IPv6 local routes did not appear within 5 s";
+			return nullptr;
+		}
+		usleep(50000);
+	}
 	return pair;
 }
 

@@ -543,11 +543,8 @@ void Daemon::end_phase(uint64_t pid, uint64_t phase_id, uint64_t duration_ns, co
 	PhaseRecord record = std::move(phase.record);
 	record.ended = why;
 	record.header.duration_ns = duration_ns;
-	if (std::strcmp(why, "end") == 0 && duration_ns) {
-		Plan predicted;
-		predicted.predicted_us = record.predicted_us;
-		planner_->observe(record.header, predicted, duration_ns);
-	}
+	if (std::strcmp(why, "end") == 0 && duration_ns)
+		planner_->observe(record.header, record.predicted_us, duration_ns);
 	record.errors.insert(record.errors.end(), errors.begin(), errors.end());
 	if (std::strcmp(why, "end") == 0)
 		++counters_.phases_ended;

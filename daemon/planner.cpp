@@ -239,11 +239,11 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 	return plan;
 }
 
-void ModelPlanner::observe(const hint::Header &phase, const Plan &plan, uint64_t duration_ns)
+void ModelPlanner::observe(const hint::Header &phase, double predicted_us, uint64_t duration_ns)
 {
-	if (plan.predicted_us <= 0 || duration_ns == 0)
+	if (predicted_us <= 0 || duration_ns == 0)
 		return;
-	if (calibration_.record(key_of(phase), plan.predicted_us, static_cast<double>(duration_ns) / 1000.0))
+	if (calibration_.record(key_of(phase), predicted_us, static_cast<double>(duration_ns) / 1000.0))
 		++observed_;
 }
 

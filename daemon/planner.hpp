@@ -59,10 +59,11 @@ public:
 	virtual ~Planner() = default;
 	virtual const char *name() const = 0;
 	virtual Plan plan(const hint::Header &phase, std::span<const PlannedPeer> peers, const Config &config) const = 0;
-	// A phase planned by `plan` ended after `duration_ns` (the sender's measurement).
-	virtual void observe(const hint::Header &phase, const Plan &plan, uint64_t duration_ns)
+	// A phase for which `plan` predicted `predicted_us` ended after `duration_ns` (the
+	// sender's measurement).
+	virtual void observe(const hint::Header &phase, double predicted_us, uint64_t duration_ns)
 	{
-		(void)phase, (void)plan, (void)duration_ns;
+		(void)phase, (void)predicted_us, (void)duration_ns;
 	}
 	// The planner's own state for `gapctl daemon show` (an object's fields).
 	virtual void describe(JsonWriter &json) const { (void)json; }
@@ -86,7 +87,7 @@ public:
 	static Expected<std::unique_ptr<ModelPlanner>> create(const Config &config);
 	const char *name() const override { return "models"; }
 	Plan plan(const hint::Header &phase, std::span<const PlannedPeer> peers, const Config &config) const override;
-	void observe(const hint::Header &phase, const Plan &plan, uint64_t duration_ns) override;
+	void observe(const hint::Header &phase, double predicted_us, uint64_t duration_ns) override;
 	void describe(JsonWriter &json) const override;
 
 private:

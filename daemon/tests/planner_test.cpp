@@ -201,7 +201,7 @@ TEST(ModelPlanner, PhaseEndsCalibrateTheNextPrediction)
 	ASSERT_GT(first.predicted_us, 0);
 	EXPECT_DOUBLE_EQ(first.calibrated_us, first.predicted_us) << "no sample yet: factor 1";
 	for (int i = 0; i < 20; ++i)
-		planner->observe(phase, first, static_cast<uint64_t>(first.predicted_us * 1.5 * 1000));
+		planner->observe(phase, first.predicted_us, static_cast<uint64_t>(first.predicted_us * 1.5 * 1000));
 	Plan next = planner->plan(phase, peers, config);
 	EXPECT_NEAR(next.calibrated_us / next.predicted_us, 1.5, 1e-6);
 	JsonWriter json;

@@ -475,6 +475,7 @@ TEST(Wire, MessagesRoundTrip)
 	r.wall_ns = 123456789;
 	r.bytes_sent = 1 << 20;
 	r.bytes_cross_sent = 1 << 19;
+	r.bytes_cross_received = 1 << 18;
 	r.iterations_done = 3;
 	r.iteration_ns = {1, 2, 3};
 	r.counters_before.values[0] = 4;
@@ -489,6 +490,8 @@ TEST(Wire, MessagesRoundTrip)
 	EXPECT_TRUE(result->verified);
 	EXPECT_TRUE(result->counters_valid);
 	EXPECT_EQ(result->iteration_ns, r.iteration_ns);
+	EXPECT_EQ(result->bytes_cross_sent, r.bytes_cross_sent);
+	EXPECT_EQ(result->bytes_cross_received, r.bytes_cross_received);
 	EXPECT_EQ(result->counters_before.values[0], 4u);
 	EXPECT_FALSE(result->counters_before.values[1]);
 	EXPECT_EQ(result->counters_after.values[7], 9u);
@@ -568,6 +571,7 @@ ReportInput four_ranks()
 		RankResult res = synthetic(r, 100 + r, 0, r);
 		res.bytes_sent = 3 * 1000;	   // 3 peers
 		res.bytes_cross_sent = 2 * 1000; // 2 of them across
+		res.bytes_cross_received = 2 * 1000;
 		res.iterations_done = 2;
 		res.wall_ns = (r + 1) * 100000000ULL; // the slowest: 0.4 s
 		res.iteration_ns = {50000000, r == 2 ? 250000000ULL : 50000000ULL};
@@ -615,8 +619,12 @@ TEST(Report, TotalsRatesAndStalls)
 TEST(Report, OneDirectionAndPartialRuns)
 {
 	auto in = four_ranks();
+	// Only left -> right carried cross bytes, and rank 3 timed out before any arrived: what
+	// counts is what the right side received (rank 2's 2000), not what the left side wrote.
 	for (int r : {2, 3})
-		in.results[r]->bytes_cross_sent = 0; // only left -> right carried cross bytes
+		in.results[r]->bytes_cross_sent = 0;
+	in.results[0]->bytes_cross_received = 0;
+	in.results[3]->bytes_cross_received = 0;
 	in.results[3]->timed_out = true;
 	in.results[1].reset();
 	in.missing_ranks = {1};

@@ -143,6 +143,8 @@ Expected<void> Exchange::read_all(Stream &s)
 			--behind_;
 		s.received += got;
 		bytes_received_ += got;
+		if (s.link->cross)
+			bytes_cross_received_ += got;
 	}
 }
 
@@ -224,6 +226,7 @@ void Exchange::fill(RankResult &result) const
 	result.bytes_sent = bytes_sent_;
 	result.bytes_received = bytes_received_;
 	result.bytes_cross_sent = bytes_cross_sent_;
+	result.bytes_cross_received = bytes_cross_received_;
 	result.iterations_done = iterations_done_;
 	result.iteration_ns = iteration_ns_;
 	result.tcp_info = {};

@@ -91,7 +91,7 @@ private:
 	uint64_t run_end_ns_ = 0;
 	bool running_ = false;
 	std::vector<uint64_t> iteration_ns_;
-	uint64_t bytes_sent_ = 0, bytes_received_ = 0, bytes_cross_sent_ = 0;
+	uint64_t bytes_sent_ = 0, bytes_received_ = 0, bytes_cross_sent_ = 0, bytes_cross_received_ = 0;
 	bool attached_ = false;
 	bool failed_ = false;
 };

@@ -87,10 +87,11 @@ std::string build_report(const ReportInput &in)
 		durations.push_back(res.iteration_ns);
 		wall_max = std::max(wall_max, res.wall_ns);
 		bytes_total += res.bytes_sent;
-		if (sides[r] == Side::Left)
-			cross_l2r += res.bytes_cross_sent;
-		else if (sides[r] == Side::Right)
-			cross_r2l += res.bytes_cross_sent;
+		// Delivered bytes: a right rank received them from the left, and the other way round.
+		if (sides[r] == Side::Right)
+			cross_l2r += res.bytes_cross_received;
+		else if (sides[r] == Side::Left)
+			cross_r2l += res.bytes_cross_received;
 		iterations_completed = std::min(iterations_completed.value_or(UINT64_MAX), res.iterations_done);
 		any_rank_timed_out |= res.timed_out;
 		verified &= res.verified;

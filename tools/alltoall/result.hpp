@@ -26,6 +26,9 @@ struct RankResult {
 	uint64_t bytes_sent = 0;
 	uint64_t bytes_received = 0;
 	uint64_t bytes_cross_sent = 0; // to ranks on the other side of the bottleneck
+	// From ranks on the other side: what crossed the bottleneck towards us. Bandwidth is
+	// counted from these: a timed-out run's sent bytes include socket buffers never delivered.
+	uint64_t bytes_cross_received = 0;
 	uint64_t iterations_done = 0;
 	std::vector<uint64_t> iteration_ns; // one per completed iteration
 	uint64_t netns_inode = 0;

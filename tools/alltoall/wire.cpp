@@ -273,6 +273,7 @@ Frame encode_result(const RankResult &res)
 	w.u64(res.bytes_sent);
 	w.u64(res.bytes_received);
 	w.u64(res.bytes_cross_sent);
+	w.u64(res.bytes_cross_received);
 	w.u64(res.iterations_done);
 	w.u64(res.netns_inode);
 	write_snapshot(w, res.counters_before);
@@ -307,6 +308,7 @@ Expected<RankResult> decode_result(const Frame &frame)
 	res.bytes_sent = r.u64();
 	res.bytes_received = r.u64();
 	res.bytes_cross_sent = r.u64();
+	res.bytes_cross_received = r.u64();
 	res.iterations_done = r.u64();
 	res.netns_inode = r.u64();
 	read_snapshot(r, res.counters_before);

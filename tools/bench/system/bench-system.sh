@@ -196,7 +196,7 @@ run_alltoall() { # VARIANT SIZE -> one JSON line on stdout
 	local cross_pairs=$((2 * n_left * (ranks - n_left)))
 	local volume
 	volume=$(awk -v c="$C_BPS" -v s="$SECONDS_PER_RUN" -v p="$ranks" -v x="$cross_pairs" -v m="$m" \
-		'BEGIN { v = 2 * c / 8 * s * p * (p - 1) / x; min = 4 * p * (p - 1) * m; printf "%d", (v < min ? min : v) }')
+		'BEGIN { v = 2 * c / 8 * s * p * (p - 1) / x; min = p * (p - 1) * m; printf "%d", (v < min ? min : v) }')
 	# Every phase in flight at once, as MPI's posted sends: a send buffer that holds a message
 	# (twice the largest size swept, 4m by default). Autotuning would size it from cwnd, which
 	# pacing keeps small, and so serialise the phases of exactly the paced variants.
@@ -255,7 +255,7 @@ RUNS=$OUT/runs.jsonl
 {
 	echo "machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), kernel $(uname -r)"
 	echo "started: $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "command: $0 --topologies $TOPOLOGIES --sizes $SIZES --variants $VARIANTS --reps $REPS --rate $RATE --queue $QUEUE --seconds $SECONDS_PER_RUN --pattern $PATTERN"
+	echo "command: $0 --topologies $TOPOLOGIES --sizes $SIZES --variants $VARIANTS --reps $REPS --rate $RATE --queue $QUEUE --seconds $SECONDS_PER_RUN --cell-timeout $CELL_TIMEOUT --pattern $PATTERN --sndbuf $SNDBUF --planner $PLANNER"
 } >"$OUT/machine.txt"
 cat "$OUT/machine.txt" >&2
 failures=0

@@ -67,7 +67,9 @@ def cells_of(runs):
         st = [s for s in st if isinstance(s, (int, float))]
         p99 = [x["result"].get("iteration_us", {}).get("p99") for x in rs if isinstance(x.get("result"), dict)]
         p99 = [p for p in p99 if isinstance(p, (int, float))]
+        timed_out = sum(1 for x in rs if isinstance(x.get("result"), dict) and x["result"].get("timed_out"))
         out[key] = {
+            "timed_out": timed_out,
             "runs": len(rs),
             "ok": len(fr),
             "fraction_median": statistics.median(fr) if fr else None,
@@ -84,9 +86,10 @@ def cells_of(runs):
 def fmt_fraction(c):
     if not c or c["fraction_median"] is None:
         return "–"
+    mark = " †" if c.get("timed_out") else ""
     if c["ok"] == 1:
-        return f"{c['fraction_median']:.2f}"
-    return f"{c['fraction_median']:.2f} ({c['fraction_min']:.2f}–{c['fraction_max']:.2f})"
+        return f"{c['fraction_median']:.2f}{mark}"
+    return f"{c['fraction_median']:.2f} ({c['fraction_min']:.2f}–{c['fraction_max']:.2f}){mark}"
 
 
 def fmt_num(v):
@@ -260,6 +263,10 @@ def main():
         md.append("|---:|" + "---:|" * len(variants))
         for m in sizes:
             md.append(f"| {size_name(m)} | " + " | ".join(fmt_fraction(cells.get((topo, v, m))) for v in variants) + " |")
+        if any(cells.get((topo, v, m), {}).get("timed_out") for v in variants for m in sizes):
+            md.append("")
+            md.append("† a run of this cell reached the time bound (`--cell-timeout`) before its volume was "
+                      "through: its figure is the part that ran (tools that count written bytes overstate it).")
         md.append("")
         md.append("Retransmission timeouts (TCPTimeouts, all hosts, median per run) / stalled iterations (median):")
         md.append("")

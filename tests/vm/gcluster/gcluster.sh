@@ -47,10 +47,14 @@
 #   which is gappace's wire(L) exactly. R is the line rate as gappace's `linkrate` means it,
 #   and the qdisc byte counters in `stats` are wire bytes (frame bytes: subtract 24 per
 #   packet, for frames of 60 bytes or more). One TCP flow's goodput: at most rate x 1448/1538.
-# * No back-pressure from the wire to eth0 (a veth never stops its queue): keep the ring deep
-#   enough that it never drops (stats: wires[].wire.drops); TCP small queues bound what one
-#   socket keeps in it. Each receiving device is processed on one CPU (RPS; host I on CPU
-#   (I-1) mod ncpus), so frames keep their order from qdisc to bridge, as on one TX ring.
+# * No back-pressure from the wire to eth0 (a veth never stops its queue): gappace hands every
+#   frame to the wire's FIFO at once, gap frames up to the deadline of each data frame it
+#   holds. Paced data still leaves at exactly the right wire position, but an unpaced frame
+#   (ACK, same-side traffic) waits behind the gaps already committed - far longer than behind a
+#   NIC's ring (tests/vm/README.md has numbers). Keep the ring deep enough that it never drops
+#   (stats: wires[].wire.drops); TCP small queues bound what one socket keeps in it. Each
+#   receiving device is processed on one CPU (RPS; host I on CPU (I-1) mod ncpus), so frames
+#   keep their order from qdisc to bridge, as on one TX ring.
 # * Offloads (TSO, GSO, GRO) off on every veth: one skb is one frame. IPv6 off in every
 #   namespace, static ARP entries in every host, static FDB entries in both bridges with
 #   learning and flooding off: the only frames are the ones the hosts send.
@@ -303,9 +307,7 @@ gc_up() {
             else
                 echo "fdb replace $mac dev bnL master static"
             fi
-            for port in "p$i"; do
-                echo "link set dev $port learning off flood off mcast_flood off"
-            done
+            echo "link set dev p$i learning off flood off mcast_flood off"
             i=$((i + 1))
         done
         for port in bnL bnR; do
@@ -371,27 +373,29 @@ gc_up() {
 gc_down() {
     [ -f "$GC_STATE" ] || return 0
     gc_load_state || return 1
-    local ns pids i=1 rc=0
-    for ns in $(ls /run/netns 2>/dev/null); do
-        case $ns in "$GC_PREFIX"-*) ;; *) continue ;; esac
-        pids=$("$GC_IP" netns pids "$ns" 2>/dev/null)
+    local nsf pids i=1 rc=0
+    # every process in the cluster's namespaces: TERM, a bounded wait, then KILL
+    for nsf in /run/netns/"$GC_PREFIX"-*; do
+        [ -e "$nsf" ] || continue
+        pids=$("$GC_IP" netns pids "${nsf##*/}" 2>/dev/null)
+        # shellcheck disable=SC2086 # a list of pids
         [ -n "$pids" ] && kill $pids 2>/dev/null
     done
-    # bounded wait for the processes to go, then KILL
     while [ "$i" -le 20 ]; do
         pids=
-        for ns in $(ls /run/netns 2>/dev/null); do
-            case $ns in "$GC_PREFIX"-*) pids="$pids$("$GC_IP" netns pids "$ns" 2>/dev/null)" ;; esac
+        for nsf in /run/netns/"$GC_PREFIX"-*; do
+            [ -e "$nsf" ] && pids="$pids$("$GC_IP" netns pids "${nsf##*/}" 2>/dev/null)"
         done
         [ -z "$pids" ] && break
         sleep 0.1
         i=$((i + 1))
     done
-    for ns in $(ls /run/netns 2>/dev/null); do
-        case $ns in "$GC_PREFIX"-*) ;; *) continue ;; esac
-        pids=$("$GC_IP" netns pids "$ns" 2>/dev/null)
+    for nsf in /run/netns/"$GC_PREFIX"-*; do
+        [ -e "$nsf" ] || continue
+        pids=$("$GC_IP" netns pids "${nsf##*/}" 2>/dev/null)
+        # shellcheck disable=SC2086
         [ -n "$pids" ] && kill -KILL $pids 2>/dev/null
-        "$GC_IP" netns del "$ns" || rc=1
+        "$GC_IP" netns del "${nsf##*/}" || rc=1
     done
     rm -f "$GC_STATE"
     return $rc
@@ -428,6 +432,7 @@ gc_qdisc_counters() {
 gc_counter() {
     local c
     c=$(gc_qdisc_counters "$1" "$2") || return 1
+    # shellcheck disable=SC2086 # six numbers
     set -- $c "$3"
     case $7 in
     bytes) echo "$1" ;; packets) echo "$2" ;; drops) echo "$3" ;;
@@ -440,12 +445,13 @@ gc_counter() {
 gc_qdisc_json() { # DEV HANDLE [COUNTERS]
     local c
     c=$(gc_qdisc_counters "$1" "$2" "${3:-}") || c="null null null null null null"
+    # shellcheck disable=SC2086 # six numbers
     set -- $c
     echo "{\"bytes\":$1,\"packets\":$2,\"drops\":$3,\"overlimits\":$4,\"backlog\":$5,\"qlen\":$6}"
 }
 
 gc_stats() {
-    local i=1 wires= fifo=10: all
+    local i=1 wires="" fifo=10: all
     [ "$GC_SHAPER" = netem ] && fifo=1:
     all=$(gc_counters) || return 1
     while [ "$i" -le "$GC_HOSTS_N" ]; do
@@ -464,7 +470,7 @@ gc_stats() {
 # Unix sockets belong to the network namespace, so one daemon per host needs no paths.
 # Tools in the host reach the daemon with GAPPACE_CONTROL_SOCK=@gappace-control.
 gc_gappaced_config() {
-    local i j prefixes= side other min_rate
+    local i j prefixes="" side other min_rate
     i=$(gc_host_index "$1") || return 1
     side=$(gc_side "$i")
     j=1
@@ -519,7 +525,7 @@ gc_main() {
         [ $# -eq 2 ] || [ $# -eq 3 ] || { gc_usage_error "counter DEV [HANDLE] FIELD"; return; }
         gc_load_state || return
         if [ $# -eq 2 ]; then gc_counter "$1" "" "$2"; else gc_counter "$@"; fi ;;
-    -h | --help | help) sed -n '/^#   gcluster/,/^# Sourcing/p' "$0" | sed 's/^# \{0,1\}//' >&2; return 2 ;;
+    -h | --help | help) sed -n '/^#   gcluster/,/^# Sourcing/p' "$0" | sed 's/^# \{0,1\}//'; return 0 ;;
     *) gc_usage_error "unknown command '$cmd' (up, down, exec, ns, addr, hosts, stats, counter, gappaced-config)"; return ;;
     esac
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # run.sh — boot a QEMU guest with Debian's kernel KVER, gappace.ko built for it, the guest
-# cluster script (/usr/bin/gcluster) and our tools, and run one guest command or test there.
+# cluster script (/usr/bin/gcluster), the all-to-all driver (/usr/bin/gcluster-alltoall,
+# alltoall.sh) and our tools, and run one guest command or test there.
 # Prints the guest's results directory (OUT/results) on stdout; exit status as run-guest.sh.
 #
 # Usage:
@@ -13,7 +14,8 @@
 #   --out DIR         run output (default DIR/vm/gcluster/KVER/NAME; NAME = test or "cmd")
 #   --timeout SECS    guest watchdog (default 300)
 #   --mem MB          guest memory (default 1024)
-#   --smp N           guest CPUs (default 2)
+#   --smp N           guest CPUs (default 1: on a shared machine one vCPU kept the wires busier
+#                     and the runs shorter than two; see tests/vm/README.md, "guest cluster")
 #   --bin PATH        extra executable for the guest's /usr/bin (repeatable)
 #   --file SRC:DST    extra file (repeatable), as mkinitramfs.sh --file
 #   --append ARGS     extra kernel command line (e.g. "gp.gc_rate=5 gp.gc_bottleneck=2" for
@@ -40,7 +42,7 @@ GC_KMODS=(veth bridge ifb sch_ingress cls_matchall act_mirred sch_hfsc sch_netem
 die() { echo "gcluster/run.sh: $*" >&2; exit 2; }
 usage() { sed -n '2,/^set -euo/{/^set -euo/d; s/^# \{0,1\}//; p}' "${BASH_SOURCE[0]}" >&2; exit 2; }
 
-KVER="" BUILD="" OUT="" TIMEOUT=300 MEM=1024 SMP=2 TEST="" APPEND="" VERBOSE=()
+KVER="" BUILD="" OUT="" TIMEOUT=300 MEM=1024 SMP=1 TEST="" APPEND="" VERBOSE=()
 EXTRA=()
 CMD=()
 while [[ $# -gt 0 ]]; do
@@ -85,11 +87,12 @@ if [[ -z $TEST ]]; then
 	# The command becomes a guest test script of its own: modules first, then the command.
 	TEST=gcluster-cmd
 	{
+		# shellcheck disable=SC2016 # for the guest's shell to expand
 		echo '. "$GP_LIB"'
 		echo 'gp_load_module gappace'
 		for m in "${GC_KMODS[@]}"; do echo "gp_load_kmod $m"; done
 		# POSIX single quotes, which busybox ash reads (bash's %q may produce $'...')
-		line=exec
+		line="exec"
 		for a in "${CMD[@]}"; do line+=" '${a//\'/\'\\\'\'}'"; done
 		echo "$line"
 	} >"$stage/$TEST.sh"
@@ -101,12 +104,14 @@ for b in "$BUILD/tools/probes/gp-hintclient" "$BUILD/tools/alltoall/gp-alltoall"
 done
 kmod_args=()
 for m in "${GC_KMODS[@]}"; do kmod_args+=(--kmod "$m"); done
-install -m 0755 "$SCRIPT_DIR/gcluster.sh" "$stage/gcluster"	# executable whatever the checkout says
+# executable whatever the checkout says
+install -m 0755 "$SCRIPT_DIR/gcluster.sh" "$stage/gcluster"
+install -m 0755 "$SCRIPT_DIR/alltoall.sh" "$stage/gcluster-alltoall"
 "$VM_DIR/mkinitramfs.sh" --kernel-dir "$kdir" --out "$stage/initrd.gz" \
 	--module "$BUILD/kmod/$KVER/gappace.ko" "${kmod_args[@]}" \
 	--bin "$BUILD/tools/gapctl/gapctl" --bin "$BUILD/tools/traffic/gp-traffic" \
 	--bin "$BUILD/daemon/gappaced" --bin /usr/bin/ss --bin /usr/sbin/ethtool --bin /usr/sbin/bridge \
-	--file "$stage/gcluster:/usr/bin/gcluster" \
+	--file "$stage/gcluster:/usr/bin/gcluster" --file "$stage/gcluster-alltoall:/usr/bin/gcluster-alltoall" \
 	--file "$BUILD/tools/tc/q_gappace.so:/usr/lib/x86_64-linux-gnu/tc/q_gappace.so" \
 	${optional[@]+"${optional[@]}"} ${EXTRA[@]+"${EXTRA[@]}"} >/dev/null
 

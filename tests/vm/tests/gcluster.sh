@@ -1,5 +1,5 @@
 #!/bin/sh
-# shellcheck shell=dash disable=SC3043 # (busybox ash has "local")
+# shellcheck shell=dash disable=SC3043,SC2154,SC2046 # (busybox ash has "local"; the PHASE_* results are set by eval; counter lists split on purpose)
 # gcluster — the guest cluster (tests/vm/gcluster/gcluster.sh) emulates what gap-frame pacing
 # needs: host wires that serialise at R after the gappace qdisc, a switch that drops the gap
 # frames, a bottleneck at C with a Q-frame FIFO. 2+2 hosts, gappace on every eth0:
@@ -10,8 +10,9 @@
 #   (c) h1 and h2 -> h3 at once: unpaced, the bottleneck FIFO overflows; each paced at C/2,
 #       it does not.
 # Every wire's ring never drops. Parameters (kernel command line, run.sh --append):
-#   gp.gc_rate=10  gp.gc_bottleneck=5 (Mbit/s)  gp.gc_queue=8  gp.gc_kbytes=1536 (per flow)
+#   gp.gc_rate=10  gp.gc_bottleneck=5 (Mbit/s)  gp.gc_queue=16  gp.gc_kbytes=1536 (per flow)
 # Results: /results/gcluster/report.txt (numbers), stats-*.json, traffic JSON.
+# shellcheck source=../guest-lib.sh
 . "$GP_LIB"
 
 param() { # NAME DEFAULT
@@ -21,7 +22,7 @@ param() { # NAME DEFAULT
 }
 R_MBIT=$(param gc_rate 10)
 C_MBIT=$(param gc_bottleneck 5)
-QUEUE=$(param gc_queue 8)
+QUEUE=$(param gc_queue 16)
 KBYTES=$(param gc_kbytes 1536)
 BYTES=$((KBYTES * 1024))
 report=$(gp_result gcluster/report.txt)
@@ -143,7 +144,7 @@ release() { # HOST
 # flows PHASE SRC... : each SRC sends BYTES to h3 (ports 6001, 6002, ...) at once; sets
 # PHASE_rate_SRC (Mbit/s at the sink: accept to last byte) and PHASE_rtx_SRC
 flows() {
-    local phase=$1 src port=6000 pids= sinks= out
+    local phase=$1 src port=6000 pids="" sinks="" out
     shift
     for src in "$@"; do
         port=$((port + 1))

@@ -2,12 +2,15 @@
 // a locked rto_min and quickack, through gp::stock (daemon/stock), which records every change
 // in the state file before making it.
 #include <cerrno>
+#include <chrono>
 
 #include "backend.hpp"
 #include "units.hpp"
 
 namespace gp::daemon {
 namespace {
+
+constexpr auto kRemovedRecordsKept = std::chrono::seconds(1);
 
 struct SharedPacing {
 	pid_t pid = 0;
@@ -124,11 +127,15 @@ public:
 			errors.push_back("routes: " + done.error().message);
 		pacing_held_.clear();
 		routes_held_.clear();
+		if (auto done = store_.flush(); !done)
+			errors.push_back("state file: " + done.error().message);
 	}
 
 	void flush(std::vector<std::string> &errors) override
 	{
-		if (auto done = store_.flush(); !done)
+		// Records of reverted settings stay on disk for a while: the next phase on the same
+		// connection (an MPI loop) puts them back without a write on its critical path.
+		if (auto done = store_.flush_older_than(kRemovedRecordsKept); !done)
 			errors.push_back("state file: " + done.error().message);
 	}
 

@@ -363,8 +363,22 @@ Expected<void> StateStore::write(const StockState &next)
 	if (auto written = write_state_file(path_, next, false); !written)
 		return written;
 	state_ = next;
+	on_disk_ = next;
 	dirty_ = false;
 	return {};
+}
+
+void StateStore::removed()
+{
+	if (!dirty_)
+		dirty_since_ = std::chrono::steady_clock::now();
+	dirty_ = true;
+}
+
+void StateStore::readopted()
+{
+	// Live records are always a subset of the file's (by key): equal counts, nothing pending.
+	dirty_ = state_.routes.size() + state_.pacing.size() != on_disk_.routes.size() + on_disk_.pacing.size();
 }
 
 Expected<void> StateStore::flush()
@@ -374,67 +388,92 @@ Expected<void> StateStore::flush()
 	return write(state_);
 }
 
+Expected<void> StateStore::flush_older_than(std::chrono::steady_clock::duration age)
+{
+	if (!dirty_ || std::chrono::steady_clock::now() - dirty_since_ < age)
+		return {};
+	return write(state_);
+}
+
+namespace {
+
+template <class Record, class SameKey>
+void put_record(std::vector<Record> &records, const Record &record, SameKey same_key)
+{
+	auto it = std::find_if(records.begin(), records.end(), same_key);
+	if (it != records.end())
+		*it = record;
+	else
+		records.push_back(record);
+}
+
+// Restoring a paced socket needs who holds it and its original rate; the applied cap may
+// differ from the file's.
+bool restores_alike(const PacingRecord &a, const PacingRecord &b)
+{
+	return a.pid == b.pid && a.start_time == b.start_time && a.inode == b.inode && a.fd == b.fd &&
+	       a.original_bytes_per_second == b.original_bytes_per_second;
+}
+
+} // namespace
+
 Expected<void> StateStore::put(const RouteRecord &record)
 {
-	StockState next = state_;
 	RouteRecord normalized = record;
 	normalized.peer = detail::address_only(record.peer);
-	auto it = std::find_if(next.routes.begin(), next.routes.end(),
-			       [&](const RouteRecord &r) { return same_address(r.peer, record.peer); });
-	if (it != next.routes.end())
-		*it = normalized;
-	else
-		next.routes.push_back(normalized);
+	auto same_peer = [&](const RouteRecord &r) { return same_address(r.peer, normalized.peer); };
+	StockState next = state_;
+	put_record(next.routes, normalized, same_peer);
+	auto on_disk = std::find_if(on_disk_.routes.begin(), on_disk_.routes.end(), same_peer);
+	if (on_disk != on_disk_.routes.end() && *on_disk == normalized) {
+		state_ = std::move(next);
+		readopted();
+		return {};
+	}
 	return write(next);
 }
 
 Expected<void> StateStore::put(const PacingRecord &record)
 {
-	StockState next = state_;
-	auto it = std::find_if(next.pacing.begin(), next.pacing.end(), [&](const PacingRecord &r) {
+	auto same_socket = [&](const PacingRecord &r) {
 		return r.pid == record.pid && r.start_time == record.start_time && r.inode == record.inode;
-	});
-	if (it != next.pacing.end())
-		*it = record;
-	else
-		next.pacing.push_back(record);
+	};
+	StockState next = state_;
+	put_record(next.pacing, record, same_socket);
+	auto on_disk = std::find_if(on_disk_.pacing.begin(), on_disk_.pacing.end(), same_socket);
+	if (on_disk != on_disk_.pacing.end() && restores_alike(*on_disk, record)) {
+		state_ = std::move(next);
+		readopted();
+		return {};
+	}
 	return write(next);
 }
 
 void StateStore::update(const PacingRecord &record)
 {
-	for (PacingRecord &r : state_.pacing) {
-		if (r.pid == record.pid && r.start_time == record.start_time && r.inode == record.inode) {
-			r = record;
-			dirty_ = true;
-			return;
-		}
-	}
-	state_.pacing.push_back(record);
-	dirty_ = true;
+	// Only ever for a record the file holds (restores_alike): nothing to write for it.
+	put_record(state_.pacing, record, [&](const PacingRecord &r) {
+		return r.pid == record.pid && r.start_time == record.start_time && r.inode == record.inode;
+	});
 }
 
 Expected<void> StateStore::erase_route(const Endpoint &peer)
 {
-	StockState next = state_;
-	std::erase_if(next.routes, [&](const RouteRecord &r) { return same_address(r.peer, peer); });
-	if (next.routes.size() == state_.routes.size())
-		return {};
-	state_ = std::move(next);
-	dirty_ = true;
+	const size_t before = state_.routes.size();
+	std::erase_if(state_.routes, [&](const RouteRecord &r) { return same_address(r.peer, peer); });
+	if (state_.routes.size() != before)
+		removed();
 	return {};
 }
 
 Expected<void> StateStore::erase_pacing(pid_t pid, uint64_t start_time, uint64_t inode)
 {
-	StockState next = state_;
-	std::erase_if(next.pacing, [&](const PacingRecord &r) {
+	const size_t before = state_.pacing.size();
+	std::erase_if(state_.pacing, [&](const PacingRecord &r) {
 		return r.pid == pid && r.start_time == start_time && r.inode == inode;
 	});
-	if (next.pacing.size() == state_.pacing.size())
-		return {};
-	state_ = std::move(next);
-	dirty_ = true;
+	if (state_.pacing.size() != before)
+		removed();
 	return {};
 }
 

@@ -15,6 +15,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -126,34 +127,45 @@ public:
 	static Expected<StateStore> create(std::string path);
 
 	const std::string &path() const { return path_; }
+	// The live records: settings in effect now.
 	const StockState &state() const { return state_; }
 
-	// Adds or replaces the record of the same peer / the same (pid, start time, inode).
+	// Adds or replaces the record of the same peer / the same (pid, start time, inode). The
+	// file is only rewritten when it does not hold this record already: a record removed
+	// recently and put back unchanged (the same collective on the same connection, again)
+	// costs no write.
 	Expected<void> put(const RouteRecord &record);
 	Expected<void> put(const PacingRecord &record);
 	// Changes a record in memory only (written with the next put() or flush()): for changes
 	// that restoring does not depend on, such as the cap applied to a recorded socket.
 	void update(const PacingRecord &record);
 	// Removes a record; removing one that is not there is not an error. Removals reach the
-	// file with the next put() or flush(), not at once: a record of a setting already undone
-	// is harmless (undoing it again finds it gone or restores what is there), while a setting
+	// file with the next write, not at once: a record of a setting already undone is
+	// harmless (undoing it again finds it gone or restores what is there), while a setting
 	// without a record would leak. So only additions are written ahead of the change.
 	Expected<void> erase_route(const Endpoint &peer);
 	Expected<void> erase_pacing(pid_t pid, uint64_t start_time, uint64_t inode);
-	// Writes pending removals, if any (the daemon calls it once per event-loop round).
+	// Writes pending removals, if any.
 	Expected<void> flush();
+	// Writes pending removals if the oldest of them is at least `age` old: the daemon's
+	// tick, which leaves the records of back-to-back phases on disk between them.
+	Expected<void> flush_older_than(std::chrono::steady_clock::duration age);
 	bool dirty() const { return dirty_; }
 
 	const RouteRecord *find_route(const Endpoint &peer) const;
 	const PacingRecord *find_pacing(pid_t pid, uint64_t start_time, uint64_t inode) const;
 
 private:
-	StateStore(std::string path, StockState state) : path_(std::move(path)), state_(std::move(state)) {}
+	StateStore(std::string path, StockState state) : path_(std::move(path)), state_(state), on_disk_(std::move(state)) {}
 	Expected<void> write(const StockState &next);
+	void removed();	// after a record left state_
+	void readopted(); // after put() took a record the file has already
 
 	std::string path_;
-	StockState state_;
-	bool dirty_ = false;	// state_ has removals the file does not have yet
+	StockState state_;	// live records
+	StockState on_disk_;	// what the file holds: every live record, and removed ones until the next write
+	bool dirty_ = false;	// on_disk_ has records that state_ no longer has
+	std::chrono::steady_clock::time_point dirty_since_{};
 };
 
 // Writes `state` to `path` atomically (temporary file in the same directory, fsync, rename).

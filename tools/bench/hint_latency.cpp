@@ -652,7 +652,8 @@ public:
 	}
 
 	// The time our route to the peer appeared (added) or went away (!added), or nullopt
-	// if not before `deadline`.
+	// if not before `deadline`. Polled without sleeping, as the socket option is: waking
+	// this thread from poll() would add a cross-CPU wakeup to what is measured.
 	std::optional<Clock::time_point> wait(bool added, Clock::time_point deadline)
 	{
 		const uint16_t wanted = added ? RTM_NEWROUTE : RTM_DELROUTE;
@@ -660,13 +661,12 @@ public:
 			const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
 			if (left < 0)
 				return std::nullopt;
-			pollfd p{socket_->fd(), POLLIN, 0};
-			if (::poll(&p, 1, static_cast<int>(left) + 1) <= 0)
-				continue;
 			const ssize_t n = ::recv(socket_->fd(), buffer_, sizeof(buffer_), MSG_DONTWAIT);
 			const auto now = Clock::now();
-			if (n <= 0)
+			if (n <= 0) {
+				sched_yield();
 				continue; // ENOBUFS (overrun) or nothing yet
+			}
 			int left_bytes = static_cast<int>(n);
 			for (auto *nlh = reinterpret_cast<const nlmsghdr *>(buffer_); mnl_nlmsg_ok(nlh, left_bytes);
 			     nlh = mnl_nlmsg_next(nlh, &left_bytes)) {

@@ -241,7 +241,7 @@ NetlinkSocket::NetlinkSocket(mnl_socket *socket) noexcept : socket_(socket), por
 
 NetlinkSocket::NetlinkSocket(NetlinkSocket &&other) noexcept
 	: socket_(std::exchange(other.socket_, nullptr)), portid_(other.portid_), last_seq_(other.last_seq_),
-	  families_(std::move(other.families_))
+	  families_(std::move(other.families_)), receive_buffer_(std::move(other.receive_buffer_))
 {
 }
 
@@ -254,6 +254,7 @@ NetlinkSocket &NetlinkSocket::operator=(NetlinkSocket &&other) noexcept
 		portid_ = other.portid_;
 		last_seq_ = other.last_seq_;
 		families_ = std::move(other.families_);
+		receive_buffer_ = std::move(other.receive_buffer_);
 	}
 	return *this;
 }
@@ -294,7 +295,9 @@ Expected<void> NetlinkSocket::transact(RequestBuffer &request, const MessageHand
 Expected<void> NetlinkSocket::receive_replies(uint32_t seq, std::span<const char> request,
 					      const MessageHandler &on_message)
 {
-	std::vector<char> buffer(kReceiveBufferSize);
+	if (!receive_buffer_)
+		receive_buffer_.reset(new char[kReceiveBufferSize]); // uninitialised on purpose
+	const std::span<char> buffer(receive_buffer_.get(), kReceiveBufferSize);
 	ReplyLoop loop{on_message, request, std::nullopt, std::nullopt};
 	auto callbacks = control_callbacks();
 	for (;;) {

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -125,6 +126,8 @@ private:
 	uint32_t portid_ = 0;
 	uint32_t last_seq_ = 0;
 	std::map<std::string, uint16_t, std::less<>> families_;
+	// Reused across exchanges, never cleared: each reply overwrites what it uses.
+	std::unique_ptr<char[]> receive_buffer_;
 };
 
 // Generic netlink controller messages, separated from I/O for tests.

@@ -209,6 +209,76 @@ TEST(StateStore, AdditionsAreOnDiskAtOnceRemovalsAtFlush)
 	EXPECT_TRUE(on_disk->pacing.empty());
 }
 
+// Every write replaces the file (temporary file + rename): a new inode means a write.
+ino_t file_inode(const std::string &path)
+{
+	struct stat st {};
+	EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+	return st.st_ino;
+}
+
+TEST(StateStore, ARecordPutBackUnchangedCostsNoWrite)
+{
+	testing::TempDir dir;
+	const std::string path = dir.path() + "/state.json";
+	auto store = StateStore::create(path);
+	ASSERT_TRUE(store) << store.error().message;
+	const StockState sample = sample_state();
+	ASSERT_TRUE(store->put(sample.routes[0]));
+	ASSERT_TRUE(store->put(sample.pacing[0]));
+	const ino_t written = file_inode(path);
+
+	// A phase ends and the next one on the same connection begins: the records come back
+	// as they were (the cap applied may differ, restoring does not use it).
+	ASSERT_TRUE(store->erase_route(sample.routes[0].peer));
+	ASSERT_TRUE(store->erase_pacing(sample.pacing[0].pid, sample.pacing[0].start_time, sample.pacing[0].inode));
+	EXPECT_TRUE(store->dirty());
+	EXPECT_EQ(store->find_route(sample.routes[0].peer), nullptr) << "removed records are not live";
+	ASSERT_TRUE(store->put(sample.routes[0]));
+	PacingRecord recapped = sample.pacing[0];
+	recapped.applied_bytes_per_second *= 2;
+	ASSERT_TRUE(store->put(recapped));
+	EXPECT_EQ(file_inode(path), written) << "the file held both records already";
+	EXPECT_FALSE(store->dirty()) << "nothing left to remove";
+	ASSERT_NE(store->find_pacing(recapped.pid, recapped.start_time, recapped.inode), nullptr);
+	EXPECT_EQ(store->find_pacing(recapped.pid, recapped.start_time, recapped.inode)->applied_bytes_per_second,
+		  recapped.applied_bytes_per_second);
+
+	// What restoring depends on changed: written ahead, as any addition.
+	RouteRecord slower = sample.routes[0];
+	slower.rto_min_ms = 20;
+	ASSERT_TRUE(store->put(slower));
+	EXPECT_NE(file_inode(path), written);
+	PacingRecord elsewhere = sample.pacing[0];
+	elsewhere.fd = 9;
+	const ino_t before_fd_change = file_inode(path);
+	ASSERT_TRUE(store->put(elsewhere));
+	EXPECT_NE(file_inode(path), before_fd_change) << "restoring uses the fd";
+	auto on_disk = load_state(path);
+	ASSERT_TRUE(on_disk);
+	ASSERT_EQ(on_disk->pacing.size(), 1u);
+	EXPECT_EQ(on_disk->pacing[0].fd, 9);
+
+	// The tick writes removals only once they are old enough.
+	ASSERT_TRUE(store->erase_pacing(elsewhere.pid, elsewhere.start_time, elsewhere.inode));
+	const ino_t pending = file_inode(path);
+	ASSERT_TRUE(store->flush_older_than(std::chrono::hours(1)));
+	EXPECT_EQ(file_inode(path), pending);
+	EXPECT_TRUE(store->dirty());
+	ASSERT_TRUE(store->flush_older_than(std::chrono::seconds(0)));
+	EXPECT_FALSE(store->dirty());
+	on_disk = load_state(path);
+	ASSERT_TRUE(on_disk);
+	EXPECT_TRUE(on_disk->pacing.empty());
+	ASSERT_EQ(on_disk->routes.size(), 1u);
+	EXPECT_EQ(on_disk->routes[0].rto_min_ms, 20u);
+
+	// Once written away, a record comes back with a write again.
+	const ino_t flushed = file_inode(path);
+	ASSERT_TRUE(store->put(elsewhere));
+	EXPECT_NE(file_inode(path), flushed);
+}
+
 TEST(StateStore, RefusesToForgetWhatAPreviousDaemonLeft)
 {
 	testing::TempDir dir;

@@ -211,8 +211,9 @@ def prediction_table(rows, topo):
         return []
     md = ["Models planner: predicted vs measured phase time (median over the daemons' last phases of each "
           "size; relative error |measured − predicted| / measured):", "",
-          "| variant | message | phases | measured | predicted | error | calibrated | error | within ±15 % |",
-          "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+          "| variant | message | phases | measured | predicted | error | calibrated | error | within ±15 % "
+          "| calibrated vs measured, medians |",
+          "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for k in keys:
         ps = rows[k]
         measured = statistics.median(p[2] for p in ps)
@@ -221,11 +222,53 @@ def prediction_table(rows, topo):
         err_raw = statistics.median(abs(p[2] - p[0]) / p[2] for p in ps)
         err_cal = statistics.median(abs(p[2] - p[1]) / p[2] for p in ps)
         within = sum(1 for p in ps if abs(p[2] - p[1]) / p[2] <= 0.15) / len(ps)
+        cell_error = (calibrated - measured) / measured
         md.append(f"| {VARIANT_TITLE.get(k[1], k[1])} | {size_name(k[2])} | {len(ps)} | {measured / 1000:.2f} ms | "
                   f"{predicted / 1000:.2f} ms | {err_raw * 100:.0f} % | {calibrated / 1000:.2f} ms | "
-                  f"{err_cal * 100:.0f} % | {within * 100:.0f} % |")
+                  f"{err_cal * 100:.0f} % | {within * 100:.0f} % | {cell_error * 100:+.0f} % |")
     md.append("")
     return md
+
+
+def planner_verdicts(rows, cells, topo, sizes):
+    """Issue 5's two criteria for one topology: the calibrated prediction of a cell's median
+    phase time within ±15 % of the measured median; the plan the daemon chose (measured as
+    (c)) within 5 % of the best plan measured in the same run (nothing = (a), the hand
+    remedies of (b), and (c) itself), by bandwidth."""
+    lines = []
+    for variant, rivals in (("gappaced", ("stock", "rto", "pace", "rto+pace", "gappaced")),
+                            ("mpi-gappaced", ("mpi-stock", "mpi-gappaced"))):
+        off, judged = [], 0
+        for m in sizes:
+            ps = rows.get((topo, variant, m))
+            if not ps:
+                continue
+            judged += 1
+            measured = statistics.median(p[2] for p in ps)
+            calibrated = statistics.median(p[1] for p in ps)
+            if abs(calibrated - measured) / measured > 0.15:
+                off.append(f"{size_name(m)} ({(calibrated - measured) / measured * 100:+.0f} %)")
+        title = VARIANT_TITLE.get(variant, variant)
+        if judged:
+            lines.append(f"- {title}: calibrated prediction within ±15 % of the measured median phase time in "
+                         f"{judged - len(off)} of {judged} sizes" + (": off at " + ", ".join(off) if off else ""))
+        close, total, far = 0, 0, []
+        for m in sizes:
+            own = cells.get((topo, variant, m))
+            measured = [cells[(topo, v, m)]["fraction_median"] for v in rivals
+                        if (topo, v, m) in cells and cells[(topo, v, m)]["fraction_median"] is not None]
+            if not own or own["fraction_median"] is None or len(measured) < 2:
+                continue
+            total += 1
+            best = max(measured)
+            if own["fraction_median"] >= 0.95 * best:
+                close += 1
+            else:
+                far.append(f"{size_name(m)} ({own['fraction_median']:.2f} vs {best:.2f})")
+        if total:
+            lines.append(f"- {title}: chosen plan within 5 % of the best measured plan in {close} of {total} "
+                         f"sizes ({close / total * 100:.0f} %)" + (": not at " + ", ".join(far) if far else ""))
+    return lines
 
 
 def main():
@@ -282,6 +325,9 @@ def main():
         md += acceptance(cells, topo, sizes, variants)
         md.append("")
         md += prediction_table(predictions, topo)
+        verdicts = planner_verdicts(predictions, cells, topo, sizes)
+        if verdicts:
+            md += verdicts + [""]
         png = None if a.no_plot else plot(cells, topo, sizes, variants, a.out, meta)
         if png:
             md.append(f"![{topo}]({os.path.basename(png)})")

@@ -15,8 +15,8 @@ SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd -- "$SCRIPT_DIR/../.." && pwd)
 
 # name : guest timeout (s) : capture?
-TESTS=(pacing:900:capture lifecycle:300: badinput:300: rto:300: tailloss:300: hints:300: control:300:)
-TIMING_SENSITIVE="tailloss"	# retried once on failure, reported as such (see below)
+TESTS=(pacing:900:capture lifecycle:300: badinput:300: rto:300: tailloss:300: hints:300: control:300: gcluster:300:)
+TIMING_SENSITIVE="tailloss gcluster"	# retried once on failure, reported as such (see below)
 LINK_BITS=1000000	# the pacing test's declared link rate (tests/pacing.sh: gp.linkmbit=1)
 
 BUILD=
@@ -69,6 +69,8 @@ for kver in "${KERNELS[@]}"; do
 	"$SCRIPT_DIR/mkinitramfs.sh" --kernel-dir "$kdir" --out "$out_k/initrd.gz" \
 		--module "$BUILD/kmod/$kver/gappace.ko" --kmod veth --kmod sch_prio \
 		--kmod sch_ingress --kmod cls_u32 --kmod act_police --kmod tcp_diag \
+		--kmod bridge --kmod ifb --kmod cls_matchall --kmod act_mirred --kmod sch_hfsc --kmod sch_netem \
+		--bin /usr/sbin/ethtool --bin /usr/sbin/bridge --file "$SCRIPT_DIR/gcluster/gcluster.sh:/usr/bin/gcluster" \
 		--bin "$BUILD/tools/gapctl/gapctl" --bin "$BUILD/tools/traffic/gp-traffic" \
 		--bin "$BUILD/tools/probes/gp-nlprobe" --bin /usr/bin/ss \
 		--bin "$BUILD/daemon/gappaced" --bin "$BUILD/tools/probes/gp-hintclient" \

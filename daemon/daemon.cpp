@@ -33,6 +33,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr size_t kHintBufferSize = 256 * 1024;	// > max_encoded_size(GAPPACE_HINT_MAX_PEERS)
 constexpr int kTickMs = 100;
+constexpr auto kLogRepeatEvery = std::chrono::seconds(10);
 constexpr size_t kRecentErrors = 32;
 
 int64_t unix_ms()
@@ -510,6 +511,29 @@ void Daemon::begin_phase(hint::Hint h, bool from_kernel, Clock::time_point recei
 	for (const std::string &e : r.errors)
 		recent_errors_.push_back("pid " + std::to_string(r.sender.pid) + ": " + e);
 	++counters_.phases_begun;
+	LoggedPlan &logged = logged_plans_[r.sender.pid];
+	const auto now = Clock::now();
+	// The decision, not its explanation (whose predicted times move with calibration).
+	std::string alike = std::to_string(r.header.kind) + " " + std::to_string(r.header.bytes_per_peer) + " " +
+			    std::to_string(r.peers.size()) + " " + std::to_string(r.sockets) + " " +
+			    std::to_string(r.paced) + " " + std::to_string(r.rto) + " " + std::to_string(r.rto_min_us);
+	for (uint64_t rate : r.rate_bps)
+		alike += " " + std::to_string(rate);
+	if (r.errors.empty() && logged.plan == alike && now - logged.at < kLogRepeatEvery) {
+		++logged.repeats;
+	} else {
+		if (logged.repeats)
+			log(LOG_INFO, std::to_string(logged.repeats) + " more phase(s) of pid " + std::to_string(r.sender.pid) +
+					      " with the plan logged before");
+		logged = LoggedPlan{alike, now, 0};
+		log_phase_begin(r);
+	}
+	phase.deadline = now + std::chrono::milliseconds(config_.phase_timeout_ms);
+	phases_.emplace(key, std::move(phase));
+}
+
+void Daemon::log_phase_begin(const PhaseRecord &r) const
+{
 	const char *kind = hint::kind_name(r.header.kind);
 	log(LOG_INFO, "phase " + std::to_string(r.header.phase_id) + " of pid " + std::to_string(r.sender.pid) + " uid " +
 			      std::to_string(r.sender.uid) + ": " + (kind ? kind : "?") + " " +
@@ -517,8 +541,6 @@ void Daemon::begin_phase(hint::Hint h, bool from_kernel, Clock::time_point recei
 			      " peers, " + std::to_string(r.sockets) + " sockets: " + r.plan + "; applied " +
 			      std::to_string(r.paced) + " pacing, " + std::to_string(r.rto) + " rto" +
 			      (r.errors.empty() ? "" : ", " + std::to_string(r.errors.size()) + " errors (" + r.errors.front() + ")"));
-	phase.deadline = Clock::now() + std::chrono::milliseconds(config_.phase_timeout_ms);
-	phases_.emplace(key, std::move(phase));
 }
 
 void Daemon::end_phase(uint64_t pid, uint64_t phase_id, uint64_t duration_ns, const char *why)
@@ -664,6 +686,16 @@ void Daemon::on_tick()
 		end_phase(pid, id, 0, why);
 	release_lingering(std::nullopt, true);
 	std::erase_if(resolved_, [&](const auto &entry) { return entry.second.until <= now; });
+	for (auto it = logged_plans_.begin(); it != logged_plans_.end();) {
+		if (now - it->second.at < kLogRepeatEvery) {
+			++it;
+			continue;
+		}
+		if (it->second.repeats)
+			log(LOG_INFO, std::to_string(it->second.repeats) + " more phase(s) of pid " + std::to_string(it->first) +
+					      " with the plan logged before");
+		it = logged_plans_.erase(it);
+	}
 	flush_backend("tick");
 }
 

@@ -95,6 +95,7 @@ private:
 	void flush_backend(const char *when);
 	void handle_hint(const nlmsghdr *nlh, bool from_kernel, std::optional<hint::Sender> peer_cred);
 	void begin_phase(hint::Hint hint, bool from_kernel, std::chrono::steady_clock::time_point received);
+	void log_phase_begin(const PhaseRecord &record) const;
 	void end_phase(uint64_t key_pid, uint64_t phase_id, uint64_t duration_ns, const char *why);
 	void revert_everything(const char *why);
 	std::string show_json() const;
@@ -130,8 +131,17 @@ private:
 		std::vector<TargetSocket> targets;
 		std::chrono::steady_clock::time_point until;
 	};
-	std::map<uint64_t, Resolution> resolved_;	// by sender pid	// ended phases whose settings are kept a little longer
+	std::map<uint64_t, Resolution> resolved_;	// by sender pid
+	// ended phases whose settings are kept a little longer
 	void release_lingering(std::optional<uint64_t> pid, bool expired_only);
+	// A collective loop begins thousands of alike phases a second: a sender's phase is logged
+	// when its plan differs from the last one logged for it, or a summary every kLogRepeatEvery.
+	struct LoggedPlan {
+		std::string plan;
+		std::chrono::steady_clock::time_point at;
+		uint64_t repeats = 0;	// alike phases since, not logged
+	};
+	std::map<uint64_t, LoggedPlan> logged_plans_;	// by sender pid
 	std::deque<PhaseRecord> history_;
 	Counters counters_;
 	std::deque<std::string> recent_errors_;

@@ -295,6 +295,17 @@ static inline uint64_t gp_ns_to_wire(uint64_t ns, uint64_t link)
 	return gp_mul_div(ns, link, 8ULL * 1000 * 1000 * 1000);
 }
 
+/* Nanoseconds the link takes for @wire byte times at @link bit/s (rounded up). */
+static inline uint64_t gp_wire_to_ns(uint64_t wire, uint64_t link)
+{
+	uint64_t ns;
+
+	if (!link)
+		return 0;
+	ns = gp_mul_div(wire, 8ULL * 1000 * 1000 * 1000, link);
+	return gp_mul_div(ns, link, 8ULL * 1000 * 1000 * 1000) < wire ? ns + 1 : ns;
+}
+
 /*
  * The queue was empty; real time says the link may have been idle until
  * @real (byte time). Move the clock forward to it, never back: frames handed

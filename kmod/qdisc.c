@@ -40,6 +40,13 @@
  *    frame. Otherwise unpaced GSO packets pass whole (their wire cost is
  *    counted per segment).
  *
+ *  - Lookahead (option, for devices without back-pressure): a NIC takes
+ *    frames only as its ring drains, so the wire clock stays within a ring of
+ *    real time. A veth or ifb takes everything at once; there dequeue refuses
+ *    to run the clock more than `lookahead` ns ahead of real time and arms a
+ *    watchdog for when it may go on, so that unpaced frames (ACKs) never wait
+ *    behind more than `lookahead` of gaps queued further down.
+ *
  *  - One TX queue: every frame is mapped to TX queue 0, so gaps and data share
  *    one ring and leave in the order the qdisc chose. On a multi-queue NIC the
  *    other queues stay unused while gappace is the root: that is the price of a
@@ -119,6 +126,10 @@ struct gp_sched_data {
 
 	u64 anchor_ns;			/* real time <-> wire time anchor for idle resync */
 	u64 anchor_wire;
+
+	u32 lookahead_ns;		/* 0: the device pushes back */
+	struct qdisc_watchdog watchdog;	/* resumes dequeue when lookahead held it */
+	u64 lookahead_waits;
 
 	u64 first_start;
 	bool started;
@@ -319,6 +330,41 @@ static void gp_resync(struct gp_sched_data *q)
 	q->anchor_wire = real;
 }
 
+/*
+ * The wire clock may not run more than lookahead ahead of real time. True if
+ * dequeue must wait; the watchdog is then armed for the moment it may go on.
+ */
+static bool gp_lookahead_hold(struct gp_sched_data *q)
+{
+	u64 now_ns, elapsed, real, bound, early;
+
+	if (!q->lookahead_ns || !q->linkrate)
+		return false;
+	now_ns = ktime_get_ns();
+	elapsed = now_ns - q->anchor_ns;
+	/* Under a lasting backlog nothing re-anchors (only idle resyncs do): step
+	 * the anchor forward by whole byte times, so no rounding accumulates. */
+	if (elapsed > NSEC_PER_SEC) {
+		u64 step = gp_ns_to_wire(elapsed, q->linkrate);
+
+		q->anchor_wire += step;
+		q->anchor_ns += gp_wire_to_ns(step, q->linkrate);
+		elapsed = now_ns - q->anchor_ns;
+	}
+	real = q->anchor_wire + gp_ns_to_wire(elapsed, q->linkrate);
+	/* Behind real time: the device idled (a late watchdog, a preempted CPU).
+	 * Gaps for time already gone would only delay what is due now. */
+	if (gp_wire_resync(&q->wire, real))
+		q->idle_resyncs++;
+	bound = real + gp_ns_to_wire(q->lookahead_ns, q->linkrate);
+	if (!gp_before(bound, q->wire.now))
+		return false;
+	early = gp_wire_to_ns(q->wire.now - bound, q->linkrate);
+	qdisc_watchdog_schedule_ns(&q->watchdog, now_ns + max_t(u64, early, 1000));
+	q->lookahead_waits++;
+	return true;
+}
+
 static void gp_queue(struct Qdisc *sch, struct gp_flow *flow, struct sk_buff *skb)
 {
 	struct gp_sched_data *q = qdisc_priv(sch);
@@ -468,6 +514,8 @@ static struct sk_buff *gp_dequeue(struct Qdisc *sch)
 	u64 wire, bytes, start;
 	u32 frames = 1;
 
+	if (sch->q.qlen && gp_lookahead_hold(q))
+		return NULL;
 	lead = sch->q.qlen ? gp_tree_first(q) : NULL;
 	choice = gp_choose(&q->wire, q->unpaced_head != NULL, lead != NULL, lead ? lead->clock.next : 0);
 
@@ -562,6 +610,10 @@ static struct netlink_range_validation gp_linkrate_range = {
 static struct netlink_range_validation gp_ifg_range = {
 	.min = GAPPACE_IFG_STANDARD, .max = GAPPACE_IFG_MAX,
 };
+/* NLA_POLICY_MAX holds 16 bits only: a u32 bound needs a range struct. */
+static struct netlink_range_validation gp_lookahead_range = {
+	.min = 0, .max = GAPPACE_LOOKAHEAD_MAX,
+};
 static struct netlink_range_validation gp_limit_range = {
 	.min = 1, .max = GP_LIMIT_MAX,
 };
@@ -570,6 +622,7 @@ static const struct nla_policy gp_policy[TCA_GAPPACE_MAX + 1] = {
 	[TCA_GAPPACE_LINKRATE]	= NLA_POLICY_FULL_RANGE(NLA_U64, &gp_linkrate_range),
 	[TCA_GAPPACE_IFG]	= NLA_POLICY_FULL_RANGE(NLA_U32, &gp_ifg_range),
 	[TCA_GAPPACE_LIMIT]	= NLA_POLICY_FULL_RANGE(NLA_U32, &gp_limit_range),
+	[TCA_GAPPACE_LOOKAHEAD]	= NLA_POLICY_FULL_RANGE(NLA_U32, &gp_lookahead_range),
 };
 
 static void gp_set_linkrate(struct gp_sched_data *q, u64 linkrate)
@@ -593,7 +646,7 @@ static int gp_change(struct Qdisc *sch, struct nlattr *opt, struct netlink_ext_a
 	struct nlattr *tb[TCA_GAPPACE_MAX + 1] = {};
 	u64 linkrate = q->linkrate;
 	bool linkrate_auto = q->linkrate_auto;
-	u32 ifg = q->ifg, limit = q->limit;
+	u32 ifg = q->ifg, limit = q->limit, lookahead_ns = q->lookahead_ns;
 	struct sk_buff *skb, *to_free = NULL;
 	int err;
 
@@ -619,10 +672,17 @@ static int gp_change(struct Qdisc *sch, struct nlattr *opt, struct netlink_ext_a
 		ifg = nla_get_u32(tb[TCA_GAPPACE_IFG]);
 	if (tb[TCA_GAPPACE_LIMIT])
 		limit = nla_get_u32(tb[TCA_GAPPACE_LIMIT]);
+	if (tb[TCA_GAPPACE_LOOKAHEAD])
+		lookahead_ns = nla_get_u32(tb[TCA_GAPPACE_LOOKAHEAD]);
 
 	if (!linkrate && ifg != GAPPACE_IFG_STANDARD) {
 		NL_SET_ERR_MSG_MOD(extack,
 				   "device reports no link speed: give linkrate to pace with ifg");
+		return -EINVAL;
+	}
+	if (!linkrate && lookahead_ns) {
+		NL_SET_ERR_MSG_MOD(extack,
+				   "device reports no link speed: give linkrate to bound the lookahead");
 		return -EINVAL;
 	}
 	if (!linkrate && q->n_rules) {
@@ -637,6 +697,9 @@ static int gp_change(struct Qdisc *sch, struct nlattr *opt, struct netlink_ext_a
 	q->wire.ifg_extra = ifg - GP_IPG_BYTES;
 	q->limit = limit;
 	WRITE_ONCE(sch->limit, limit);
+	q->lookahead_ns = lookahead_ns;
+	if (!lookahead_ns)
+		qdisc_watchdog_cancel(&q->watchdog);
 	/* a lower limit takes effect now: drop from the unpaced queue first */
 	while (sch->q.qlen > q->limit && q->unpaced_head) {
 		skb = gp_skb_pop(&q->unpaced_head);
@@ -658,6 +721,7 @@ static int gp_init(struct Qdisc *sch, struct nlattr *opt, struct netlink_ext_ack
 	int err;
 
 	q->sch = sch;
+	qdisc_watchdog_init(&q->watchdog, sch);
 	INIT_LIST_HEAD(&q->rules);
 	q->backlogged = RB_ROOT_CACHED;
 	q->ifg = GAPPACE_IFG_STANDARD;
@@ -706,6 +770,7 @@ static void gp_reset(struct Qdisc *sch)
 	}
 	list_for_each_entry(flow, &q->rules, list)
 		gp_flow_purge(sch, flow);
+	qdisc_watchdog_cancel(&q->watchdog);
 	q->backlogged = RB_ROOT_CACHED;
 	sch->q.qlen = 0;
 	sch->qstats.backlog = 0;
@@ -716,6 +781,7 @@ static void gp_destroy(struct Qdisc *sch)
 	struct gp_sched_data *q = qdisc_priv(sch);
 	struct gp_flow *flow, *tmp;
 
+	qdisc_watchdog_cancel(&q->watchdog);
 	/* init may have failed before the list existed */
 	if (q->rules.next) {
 		list_for_each_entry_safe(flow, tmp, &q->rules, list) {
@@ -736,7 +802,8 @@ static int gp_dump(struct Qdisc *sch, struct sk_buff *skb)
 		return -EMSGSIZE;
 	if (nla_put_u64_64bit(skb, TCA_GAPPACE_LINKRATE, q->linkrate, TCA_GAPPACE_PAD) ||
 	    nla_put_u32(skb, TCA_GAPPACE_IFG, q->ifg) ||
-	    nla_put_u32(skb, TCA_GAPPACE_LIMIT, q->limit)) {
+	    nla_put_u32(skb, TCA_GAPPACE_LIMIT, q->limit) ||
+	    nla_put_u32(skb, TCA_GAPPACE_LOOKAHEAD, q->lookahead_ns)) {
 		nla_nest_cancel(skb, opts);
 		return -EMSGSIZE;
 	}
@@ -763,6 +830,7 @@ static int gp_dump_stats(struct Qdisc *sch, struct gnet_dump *d)
 		.ifg = q->ifg,
 		.limit = q->limit,
 		.qlen = sch->q.qlen,
+		.lookahead_waits = q->lookahead_waits,
 	};
 
 	return gnet_stats_copy_app(d, &st, sizeof(st));

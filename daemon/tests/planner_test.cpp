@@ -132,7 +132,9 @@ std::unique_ptr<ModelPlanner> model_planner(const Config &config)
 
 // Shared rate bound (Ooi et al., generalised to k senders, models.md): n = k f connections of
 // m bytes each into C with the planned share of the queue q' = floor(q * queue_share) packets:
-// S = C m / (n m - q' MTU).
+// S = C' m / (n m - q' MTU), where C' = C / (1 + a) leaves room for the ACKs of the data going
+// the other way (all-to-all sends both ways): a = o / (2 (mss + o)), one ACK of o wire bytes
+// per two segments of mss + o (o = frame_overhead).
 TEST(ModelPlanner, LinearAlltoallIsPacedAtTheSharedRateBound)
 {
 	Config config = two_sided();
@@ -142,7 +144,10 @@ TEST(ModelPlanner, LinearAlltoallIsPacedAtTheSharedRateBound)
 	Plan plan = planner->plan(alltoall(m, GAPPACE_HINT_ALGORITHM_LINEAR), peers, config);
 	const double n = 8.0 * 8.0; // k = 8 senders on our side, f = 8 peers behind the link
 	const double q = std::floor(40 * config.queue_share) * 1500;
-	const double bound = 200e6 * m / (n * m - q);
+	const double o = static_cast<double>(config.frame_overhead);
+	const double a = o / (2.0 * (config.mtu - 52.0 + o));
+	EXPECT_NEAR(a, 90.0 / 3076.0, 1e-12) << "1500-byte Ethernet, the default overhead of 90";
+	const double bound = 200e6 / (1.0 + a) * m / (n * m - q);
 	for (size_t i = 0; i < peers.size(); ++i) {
 		if (peers[i].rank < 8)
 			EXPECT_EQ(plan.rate_bps[i], 0u) << "same side, rank " << peers[i].rank;

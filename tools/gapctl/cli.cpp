@@ -43,12 +43,22 @@ Expected<uint64_t> parse_linkrate_arg(std::string_view text)
 	return parse_rate_arg("linkrate", text);
 }
 
-constexpr std::array<Keyword, 4> kQdiscSetGrammar{{
+constexpr std::array<Keyword, 5> kQdiscSetGrammar{{
 	{"dev", KeywordKind::Value, true},
 	{"linkrate"},
 	{"ifg"},
 	{"limit"},
+	{"lookahead"},
 }};
+
+// lookahead TIME (ns, us, ms, s; a bare number is microseconds), 0 for none, at most 1 s.
+Expected<uint32_t> parse_lookahead_arg(std::string_view text)
+{
+	auto us = parse_time_us(text);
+	if (!us || *us > GAPPACE_LOOKAHEAD_MAX / 1000)
+		return usage("invalid lookahead " + quoted(text) + " (a time up to 1s, such as 200us; 0 for none)");
+	return static_cast<uint32_t>(*us * 1000);
+}
 
 Expected<QdiscSetArgs> parse_qdisc_set_args(Args args)
 {
@@ -74,6 +84,12 @@ Expected<QdiscSetArgs> parse_qdisc_set_args(Args args)
 		if (!limit)
 			return limit.error();
 		parsed.options.limit = *limit;
+	}
+	if (auto it = values->find("lookahead"); it != values->end()) {
+		auto lookahead = parse_lookahead_arg(it->second);
+		if (!lookahead)
+			return lookahead.error();
+		parsed.options.lookahead_ns = *lookahead;
 	}
 	return parsed;
 }
@@ -201,7 +217,7 @@ Expected<QdiscSetArgs> parse_qdisc_change_args(Args args)
 {
 	auto parsed = parse_qdisc_set_args(args);
 	if (parsed && parsed->options.empty())
-		return usage("nothing to change: give linkrate, ifg or limit");
+		return usage("nothing to change: give linkrate, ifg, limit or lookahead");
 	return parsed;
 }
 

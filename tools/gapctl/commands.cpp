@@ -494,8 +494,8 @@ int run(const Command &command, const GlobalOptions &options, Args args, FILE *o
 } // namespace
 
 const std::array<Command, 16> kCommands{{
-	{"qdisc", "attach", qdisc_attach, "qdisc attach dev DEV [linkrate RATE|auto] [ifg BYTES] [limit PACKETS]"},
-	{"qdisc", "change", qdisc_change, "qdisc change dev DEV [linkrate RATE|auto] [ifg BYTES] [limit PACKETS]"},
+	{"qdisc", "attach", qdisc_attach, "qdisc attach dev DEV [linkrate RATE|auto] [ifg BYTES] [limit PACKETS] [lookahead TIME]"},
+	{"qdisc", "change", qdisc_change, "qdisc change dev DEV [linkrate RATE|auto] [ifg BYTES] [limit PACKETS] [lookahead TIME]"},
 	{"qdisc", "detach", qdisc_detach, "qdisc detach dev DEV"},
 	{"qdisc", "show", qdisc_show, "qdisc show [dev DEV]"},
 	{"pace", "add", pace_add, "pace add dev DEV dst PREFIX rate RATE [replace]"},

@@ -44,6 +44,8 @@ void put_qdisc_options(RequestBuffer &buf, const QdiscOptions &options)
 		mnl_attr_put_u32(nlh, TCA_GAPPACE_IFG, *options.ifg);
 	if (options.limit)
 		mnl_attr_put_u32(nlh, TCA_GAPPACE_LIMIT, *options.limit);
+	if (options.lookahead_ns)
+		mnl_attr_put_u32(nlh, TCA_GAPPACE_LOOKAHEAD, *options.lookahead_ns);
 	mnl_attr_nest_end(nlh, nest);
 }
 
@@ -53,7 +55,9 @@ Expected<void> decode_qdisc_options(const nlattr *nest, QdiscOptions &options)
 	auto linkrate = checked_attr(attrs, TCA_GAPPACE_LINKRATE, MNL_TYPE_U64, "TCA_GAPPACE_LINKRATE");
 	auto ifg = checked_attr(attrs, TCA_GAPPACE_IFG, MNL_TYPE_U32, "TCA_GAPPACE_IFG");
 	auto limit = checked_attr(attrs, TCA_GAPPACE_LIMIT, MNL_TYPE_U32, "TCA_GAPPACE_LIMIT");
-	for (const auto *checked : {&linkrate, &ifg, &limit})
+	// Absent from modules older than the option: left unset.
+	auto lookahead = checked_attr(attrs, TCA_GAPPACE_LOOKAHEAD, MNL_TYPE_U32, "TCA_GAPPACE_LOOKAHEAD");
+	for (const auto *checked : {&linkrate, &ifg, &limit, &lookahead})
 		if (!*checked)
 			return checked->error();
 	if (*linkrate)
@@ -62,6 +66,8 @@ Expected<void> decode_qdisc_options(const nlattr *nest, QdiscOptions &options)
 		options.ifg = mnl_attr_get_u32(*ifg);
 	if (*limit)
 		options.limit = mnl_attr_get_u32(*limit);
+	if (*lookahead)
+		options.lookahead_ns = mnl_attr_get_u32(*lookahead);
 	return {};
 }
 
@@ -217,7 +223,7 @@ Expected<std::optional<Endpoint>> decode_endpoint(const AttrIndex &rto, const En
 	XstatsField{#name, offsetof(tc_gappace_xstats, name), sizeof(tc_gappace_xstats::name), is_rate}
 
 // In display order: the configuration and state first, then the counters.
-const std::array<XstatsField, 16> kXstatsFields{{
+const std::array<XstatsField, 17> kXstatsFields{{
 	GP_XSTATS_FIELD(linkrate, true),
 	GP_XSTATS_FIELD(rules, false),
 	GP_XSTATS_FIELD(ifg, false),
@@ -234,6 +240,7 @@ const std::array<XstatsField, 16> kXstatsFields{{
 	GP_XSTATS_FIELD(drops, false),
 	GP_XSTATS_FIELD(idle_resyncs, false),
 	GP_XSTATS_FIELD(gap_alloc_failures, false),
+	GP_XSTATS_FIELD(lookahead_waits, false),
 }};
 #undef GP_XSTATS_FIELD
 

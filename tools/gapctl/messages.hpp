@@ -28,8 +28,9 @@ struct QdiscOptions {
 	std::optional<uint64_t> linkrate; // bit/s; 0 = follow the device ("auto")
 	std::optional<uint32_t> ifg;	  // bytes
 	std::optional<uint32_t> limit;	  // packets
+	std::optional<uint32_t> lookahead_ns; // 0 = unbounded (the device pushes back)
 
-	bool empty() const { return !linkrate && !ifg && !limit; }
+	bool empty() const { return !linkrate && !ifg && !limit && !lookahead_ns; }
 	bool operator==(const QdiscOptions &) const = default;
 };
 
@@ -59,7 +60,7 @@ struct XstatsField {
 	size_t size; // 4 or 8
 	bool is_rate;
 };
-extern const std::array<XstatsField, 16> kXstatsFields;
+extern const std::array<XstatsField, 17> kXstatsFields;
 uint64_t xstats_field_value(const QdiscXstats &xstats, const XstatsField &field);
 
 struct QdiscInfo {

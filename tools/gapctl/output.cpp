@@ -222,6 +222,8 @@ std::string format_qdisc_text(const QdiscInfo &qdisc, const IfnameResolver &ifna
 		text += " ifg " + std::to_string(*qdisc.options.ifg);
 	if (qdisc.options.limit)
 		text += " limit " + std::to_string(*qdisc.options.limit);
+	if (qdisc.options.lookahead_ns && *qdisc.options.lookahead_ns)
+		text += " lookahead " + std::to_string((*qdisc.options.lookahead_ns + 999) / 1000) + "us";
 	text += "\n";
 	if (qdisc.xstats)
 		text += format_xstats_text(*qdisc.xstats);
@@ -274,6 +276,8 @@ void write_qdisc_json(JsonWriter &json, const QdiscInfo &qdisc, const IfnameReso
 		json.field("ifg", *qdisc.options.ifg);
 	if (qdisc.options.limit)
 		json.field("limit", *qdisc.options.limit);
+	if (qdisc.options.lookahead_ns)
+		json.field("lookahead_ns", *qdisc.options.lookahead_ns);
 	json.end_object();
 	if (qdisc.xstats)
 		write_xstats_json(json, *qdisc.xstats);

@@ -551,6 +551,9 @@ std::vector<Case> all_cases()
 	}));
 	cases.push_back(qdisc_case("qdisc_limit_zero", ERANGE,
 				   [](nlmsghdr *n) { mnl_attr_put_u32(n, TCA_GAPPACE_LIMIT, 0); }));
+	cases.push_back(qdisc_case("qdisc_lookahead_too_long", ERANGE, [](nlmsghdr *n) {
+		mnl_attr_put_u32(n, TCA_GAPPACE_LOOKAHEAD, GAPPACE_LOOKAHEAD_MAX + 1);
+	}));
 	cases.push_back(qdisc_case("qdisc_ifg_wrong_size", EINVAL,
 				   [](nlmsghdr *n) { mnl_attr_put_u16(n, TCA_GAPPACE_IFG, 100); }));
 	cases.push_back(qdisc_case("qdisc_unknown_option", EINVAL,

@@ -77,8 +77,9 @@ int print_color_u64(enum output_type t, enum color_attr color, const char *key, 
 
 static void explain(void)
 {
-	fprintf(stderr, "Usage: ... gappace [ linkrate RATE|auto ] [ ifg BYTES ] [ limit PACKETS ]\n"
+	fprintf(stderr, "Usage: ... gappace [ linkrate RATE|auto ] [ ifg BYTES ] [ limit PACKETS ] [ lookahead TIME ]\n"
 			"  RATE: bit/s, with units bit, kbit, mbit, gbit, tbit, kibit.., bps, kbps, ...\n"
+			"  TIME: ns, us, ms or s (bare: us), at most 1s; 0: no bound (the default)\n"
 			"  auto: follow the device's speed (the default)\n");
 }
 
@@ -133,6 +134,35 @@ static int parse_u32(const char *text, __u32 *value)
 	return 0;
 }
 
+/* TIME: a whole number with ns, us, ms or s (bare: microseconds, as tc's get_time), in ns. */
+static int parse_lookahead_ns(const char *text, __u32 *value)
+{
+	static const struct {
+		const char *name;
+		unsigned long long ns;
+	} units[] = {{"", 1000}, {"ns", 1}, {"us", 1000}, {"usec", 1000}, {"ms", 1000000}, {"msec", 1000000},
+		     {"s", 1000000000}, {"sec", 1000000000}};
+	unsigned long long parsed;
+	char *end;
+	size_t i;
+
+	if (*text < '0' || *text > '9')
+		return -1;
+	errno = 0;
+	parsed = strtoull(text, &end, 10);
+	if (errno)
+		return -1;
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcasecmp(end, units[i].name) == 0) {
+			if (parsed > GAPPACE_LOOKAHEAD_MAX / units[i].ns)
+				return -1;
+			*value = (__u32)(parsed * units[i].ns);
+			return 0;
+		}
+	}
+	return -1;
+}
+
 static int bad_value(const char *keyword, const char *value)
 {
 	fprintf(stderr, "gappace: invalid %s \"%s\"\n", keyword, value);
@@ -142,9 +172,9 @@ static int bad_value(const char *keyword, const char *value)
 
 static int gappace_parse_opt(struct qdisc_util *qu, int argc, char **argv, struct nlmsghdr *n, const char *dev)
 {
-	bool have_linkrate = false, have_ifg = false, have_limit = false;
+	bool have_linkrate = false, have_ifg = false, have_limit = false, have_lookahead = false;
 	uint64_t linkrate = 0;
-	__u32 ifg = 0, limit = 0;
+	__u32 ifg = 0, limit = 0, lookahead_ns = 0;
 	struct rtattr *nest;
 
 	(void)qu;
@@ -163,6 +193,8 @@ static int gappace_parse_opt(struct qdisc_util *qu, int argc, char **argv, struc
 			seen = &have_ifg;
 		else if (strcmp(keyword, "limit") == 0)
 			seen = &have_limit;
+		else if (strcmp(keyword, "lookahead") == 0)
+			seen = &have_lookahead;
 		else {
 			fprintf(stderr, "gappace: unknown parameter \"%s\"\n", keyword);
 			explain();
@@ -185,6 +217,9 @@ static int gappace_parse_opt(struct qdisc_util *qu, int argc, char **argv, struc
 				linkrate = 0;
 			else if (parse_rate_bits(*argv, &linkrate))
 				return bad_value(keyword, *argv);
+		} else if (seen == &have_lookahead) {
+			if (parse_lookahead_ns(*argv, &lookahead_ns))
+				return bad_value(keyword, *argv);
 		} else if (parse_u32(*argv, seen == &have_ifg ? &ifg : &limit)) {
 			return bad_value(keyword, *argv);
 		}
@@ -198,6 +233,8 @@ static int gappace_parse_opt(struct qdisc_util *qu, int argc, char **argv, struc
 		addattr32(n, GAPPACE_MAXLEN, TCA_GAPPACE_IFG, ifg);
 	if (have_limit)
 		addattr32(n, GAPPACE_MAXLEN, TCA_GAPPACE_LIMIT, limit);
+	if (have_lookahead)
+		addattr32(n, GAPPACE_MAXLEN, TCA_GAPPACE_LOOKAHEAD, lookahead_ns);
 	addattr_nest_end(n, nest);
 	return 0;
 }
@@ -263,6 +300,12 @@ static int gappace_print_opt(struct qdisc_util *qu, FILE *f, struct rtattr *opt)
 		print_color_u64(PRINT_ANY, COLOR_NONE, "ifg", "ifg %" PRIu64 " ", rta_u32(tb[TCA_GAPPACE_IFG]));
 	if (tb[TCA_GAPPACE_LIMIT] && RTA_PAYLOAD(tb[TCA_GAPPACE_LIMIT]) >= sizeof(__u32))
 		print_color_u64(PRINT_ANY, COLOR_NONE, "limit", "limit %" PRIu64 "p ", rta_u32(tb[TCA_GAPPACE_LIMIT]));
+	if (tb[TCA_GAPPACE_LOOKAHEAD] && RTA_PAYLOAD(tb[TCA_GAPPACE_LOOKAHEAD]) >= sizeof(__u32) &&
+	    rta_u32(tb[TCA_GAPPACE_LOOKAHEAD])) {
+		print_color_u64(PRINT_JSON, COLOR_NONE, "lookahead_ns", NULL, rta_u32(tb[TCA_GAPPACE_LOOKAHEAD]));
+		print_color_u64(PRINT_FP, COLOR_NONE, NULL, "lookahead %" PRIu64 "us ",
+				(rta_u32(tb[TCA_GAPPACE_LOOKAHEAD]) + 999) / 1000);
+	}
 	return 0;
 }
 
@@ -285,6 +328,7 @@ static const struct {
 	XSTATS_FIELD(gap_wire_bytes, false, false),  XSTATS_FIELD(paced_packets, false, true),
 	XSTATS_FIELD(gso_segmented, false, false),   XSTATS_FIELD(drops, false, false),
 	XSTATS_FIELD(idle_resyncs, false, false),    XSTATS_FIELD(gap_alloc_failures, false, false),
+	XSTATS_FIELD(lookahead_waits, false, true),
 };
 
 static int gappace_print_xstats(struct qdisc_util *qu, FILE *f, struct rtattr *xstats)

@@ -31,6 +31,8 @@
 /* Standard inter-frame gap of Ethernet, bytes: the default of TCA_GAPPACE_IFG. */
 #define GAPPACE_IFG_STANDARD	12
 #define GAPPACE_IFG_MAX		(16U << 20)
+/* Largest TCA_GAPPACE_LOOKAHEAD, ns (one second). */
+#define GAPPACE_LOOKAHEAD_MAX	1000000000U
 
 /* Nested in TCA_OPTIONS. All optional; validated all, then committed. */
 enum {
@@ -39,6 +41,10 @@ enum {
 	TCA_GAPPACE_LINKRATE,	/* u64 bit/s of the wire; 0 = read from the device (default) */
 	TCA_GAPPACE_IFG,	/* u32 bytes: total gap after every data frame, >= 12 (default 12) */
 	TCA_GAPPACE_LIMIT,	/* u32 packets queued at most (default: device txqueuelen, at least 1000) */
+	TCA_GAPPACE_LOOKAHEAD,	/* u32 ns: hand frames to the device at most this far ahead of real
+				 * time on the wire clock; 0 = no bound (default): the device's own
+				 * back-pressure (a NIC's ring) keeps the clock in step. For devices
+				 * that never push back (veth, ifb, tun), at most GAPPACE_LOOKAHEAD_MAX */
 	__TCA_GAPPACE_MAX
 };
 #define TCA_GAPPACE_MAX (__TCA_GAPPACE_MAX - 1)
@@ -61,6 +67,7 @@ struct tc_gappace_xstats {
 	__u32 ifg;		/* configured total inter-frame gap, bytes */
 	__u32 limit;		/* packets */
 	__u32 qlen;		/* packets queued now */
+	__u64 lookahead_waits;	/* dequeues held back by TCA_GAPPACE_LOOKAHEAD */
 };
 
 /* ------------------------------------------------------- generic netlink */

@@ -9,7 +9,8 @@
 #       --mode both -- --msg 16k --iterations 20
 #
 #   gcluster-alltoall [--left N] [--right M] [--rate R] [--bottleneck C] [--queue Q]
-#                     [--mode baseline|gappaced|both] [--timeout S] [-- GP-ALLTOALL-OPTIONS]
+#                     [--lookahead TIME] [--mode baseline|gappaced|both] [--timeout S]
+#                     [-- GP-ALLTOALL-OPTIONS]
 #
 # Rank r runs on host h(r+1) (ranks 0..N-1 on the left), rendezvous at rank 0's address;
 # --side and --capacity are filled in. With gappaced each rank sends phase hints
@@ -20,7 +21,7 @@
 set -u
 GC_SOURCE_ONLY=1 . /usr/bin/gcluster
 
-left=4 right=4 rate=5mbit bottleneck=5mbit queue=16 mode=both timeout=600
+left=4 right=4 rate=5mbit bottleneck=5mbit queue=16 mode=both timeout=600 lookahead=2ms
 while [ $# -gt 0 ]; do
     case $1 in
     --left) left=$2; shift 2 ;;
@@ -28,6 +29,7 @@ while [ $# -gt 0 ]; do
     --rate) rate=$2; shift 2 ;;
     --bottleneck) bottleneck=$2; shift 2 ;;
     --queue) queue=$2; shift 2 ;;
+    --lookahead) lookahead=$2; shift 2 ;;
     --mode) mode=$2; shift 2 ;;
     --timeout) timeout=$2; shift 2 ;;
     --) shift; break ;;
@@ -75,7 +77,7 @@ run_mode() { # MODE [GP-ALLTOALL-OPTIONS]
     dir=/results/alltoall/$m
     mkdir -p "$dir"
     gcluster up --left "$left" --right "$right" --rate "$rate" --bottleneck "$bottleneck" --queue "$queue" \
-        --gappace 2>"$dir/up.txt" || { cat "$dir/up.txt" >&2; return 1; }
+        --gappace ${lookahead:+--lookahead "$lookahead"} 2>"$dir/up.txt" || { cat "$dir/up.txt" >&2; return 1; }
     gc_load_state
     if [ "$m" = gappaced ]; then
         start_daemons "$dir" || { gc_down; return 1; }

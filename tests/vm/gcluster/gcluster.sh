@@ -7,8 +7,8 @@
 # initramfs as /usr/bin/gcluster by tests/vm/gcluster/run.sh; see tests/vm/README.md.
 #
 #   gcluster up [--left N] [--right M] [--rate R] [--bottleneck C] [--queue Q] [--mtu B]
-#               [--ring BYTES] [--cc NAME] [--gappace] [--wire hfsc|tbf] [--wire-burst BYTES]
-#               [--shaper netem|tbf] [--burst BYTES]
+#               [--ring BYTES] [--cc NAME] [--gappace] [--lookahead TIME] [--wire hfsc|tbf]
+#               [--wire-burst BYTES] [--shaper netem|tbf] [--burst BYTES]
 #   gcluster down
 #   gcluster exec HOST CMD [ARGS...]     (HOST: h3, 3, or its address)
 #   gcluster ns HOST | addr HOST | hosts
@@ -51,7 +51,8 @@
 #   frame to the wire's FIFO at once, gap frames up to the deadline of each data frame it
 #   holds. Paced data still leaves at exactly the right wire position, but an unpaced frame
 #   (ACK, same-side traffic) waits behind the gaps already committed - far longer than behind a
-#   NIC's ring (tests/vm/README.md has numbers). Keep the ring deep enough that it never drops
+#   NIC's ring (tests/vm/README.md has numbers). --lookahead TIME sets gappace's option of that
+#   name (wire clock at most TIME ahead of real time), which bounds that wait. Keep the ring deep enough that it never drops
 #   (stats: wires[].wire.drops); TCP small queues bound what one socket keeps in it. Each
 #   receiving device is processed on one CPU (RPS; host I on CPU (I-1) mod ncpus), so frames
 #   keep their order from qdisc to bridge, as on one TX ring.
@@ -168,11 +169,11 @@ EOF
 }
 
 gc_up() {
-    GC_LEFT=2 GC_RIGHT=2 GC_MTU=1500 GC_QUEUE=8 GC_CC=cubic GC_GAPPACE=0 GC_SHAPER=netem GC_WIRE=hfsc
+    GC_LEFT=2 GC_RIGHT=2 GC_MTU=1500 GC_QUEUE=8 GC_CC=cubic GC_GAPPACE=0 GC_SHAPER=netem GC_WIRE=hfsc GC_LOOKAHEAD=""
     local rate=10mbit bottleneck=5mbit ring="" wire_burst="" burst="" ethtool bridge
     while [ $# -gt 0 ]; do
         case $1 in
-        --left | --right | --rate | --bottleneck | --queue | --mtu | --ring | --wire-burst | --burst | --cc | --shaper | --wire)
+        --left | --right | --rate | --bottleneck | --queue | --mtu | --ring | --wire-burst | --burst | --cc | --shaper | --wire | --lookahead)
             [ $# -ge 2 ] && [ -n "$2" ] || { gc_usage_error "option $1 needs a value"; return; } ;;
         esac
         case $1 in
@@ -189,6 +190,7 @@ gc_up() {
         --shaper) GC_SHAPER=$2; shift 2 ;;
         --wire) GC_WIRE=$2; shift 2 ;;
         --gappace) GC_GAPPACE=1; shift ;;
+        --lookahead) GC_LOOKAHEAD=$2; shift 2 ;;
         *) gc_usage_error "up: unknown option '$1'"; return ;;
         esac
     done
@@ -344,7 +346,8 @@ gc_up() {
         } | "$GC_IP" -n "$ns" -batch - || return 1
         "$GC_IP" netns exec "$ns" "$ethtool" -K eth0 tso off gso off gro off || return 1
         if [ "$GC_GAPPACE" = 1 ]; then
-            "$GC_IP" netns exec "$ns" gapctl qdisc attach dev eth0 linkrate "$GC_RATE_BPS" >/dev/null ||
+            "$GC_IP" netns exec "$ns" gapctl qdisc attach dev eth0 linkrate "$GC_RATE_BPS" \
+                ${GC_LOOKAHEAD:+lookahead "$GC_LOOKAHEAD"} >/dev/null ||
                 { gc_err "gapctl qdisc attach in $ns failed (gappace loaded?)"; return 1; }
         fi
         i=$((i + 1))

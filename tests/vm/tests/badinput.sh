@@ -44,6 +44,7 @@ ip link add veth0 type veth peer name veth1 || gp_die "veth"
 ip link set veth0 up
 ip link set veth1 up
 gp_expect_error "$log" "link speed" gapctl qdisc attach dev veth0 ifg 100
+gp_expect_error "$log" "link speed" gapctl qdisc attach dev veth0 lookahead 1ms
 gp_check "veth FIFO attach" gapctl qdisc attach dev veth0
 gp_expect_error "$log" "link rate" gapctl pace add dev veth0 dst 10.0.1.1 rate 1mbit
 gp_check "veth detach" gapctl qdisc detach dev veth0

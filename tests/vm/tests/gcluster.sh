@@ -8,7 +8,9 @@
 #       and exactly what gappace sent (bytes and frames); the bottleneck carried exactly the
 #       data frames, no gap frame; h2 received nothing (no flooding);
 #   (c) h1 and h2 -> h3 at once: unpaced, the bottleneck FIFO overflows; each paced at C/2,
-#       it does not.
+#       it does not;
+#   (d) a ping behind a paced flow waits for all its queued gaps on a veth, which never pushes
+#       back; with gappace's lookahead option, for at most the lookahead.
 # Every wire's ring never drops. Parameters (kernel command line, run.sh --append):
 #   gp.gc_rate=10  gp.gc_bottleneck=5 (Mbit/s)  gp.gc_queue=16  gp.gc_kbytes=1536 (per flow)
 # Results: /results/gcluster/report.txt (numbers), stats-*.json, traffic JSON.
@@ -255,6 +257,52 @@ cp_frames=$(($(delta h1_dpk c3 c2) + $(delta h2_dpk c3 c2)))
 [ "$paced_drops" -le $((unpaced_drops / 10)) ] && [ "$paced_drops" -le $((cp_frames / 200)) ] ||
     timing_fail "$tcp" "(c) paced incast dropped $paced_drops of $cp_frames frames at the bottleneck (unpaced: $unpaced_drops)"
 [ "$(delta h1_gfr c3 c2)" -gt 0 ] && [ "$(delta h2_gfr c3 c2)" -gt 0 ] || gp_fail "(c) no gap frames"
+
+# --- (d) lookahead: an unpaced frame behind a paced flow -----------------------------------
+# h1's eth0 is a veth: it takes whatever gappace hands it at once, so gappace emits the gaps for
+# every queued deadline in one go and h1's wire (HFSC at R) holds them. A ping from h1 to h4
+# (no rule: unpaced) waits behind that. Option lookahead keeps gappace's wire clock at most
+# that far ahead of real time: the ping waits for at most that much gap.
+paced_ping() { # PHASE: a paced flow h1->h3 with 15 pings h1->h4 during it; sets PHASE_ping
+    local phase=$1 sink send
+    gc_exec h3 gp-traffic tcp-sink --port 6100 --once --timeout 120 >"$(gp_result "gcluster/$phase-sink.json")" &
+    sink=$!
+    listening h3 6100 || return
+    gc_exec h1 gp-traffic tcp-send --dst 10.1.0.3 --port 6100 --bytes "$BYTES" --timeout 120 \
+        >"$(gp_result "gcluster/$phase-send.json")" &
+    send=$!
+    sleep 1
+    gc_exec h1 ping -c 15 -i 0.2 -W 5 10.1.0.4 >"$(gp_result "gcluster/$phase-ping.txt")" 2>&1
+    wait "$send" || gp_fail "$phase: the sender failed"
+    wait "$sink" || gp_fail "$phase: the sink failed"
+    # median of the replies' times (ms); a lost ping counts as 5000
+    eval "${phase}_ping=$(awk '/time=/ { sub(/.*time=/, ""); t[n++] = $1 + 0 }
+        END { for (i = n; i < 15; i++) t[n++] = 5000; for (i = 0; i < n; i++) for (j = i + 1; j < n; j++)
+              if (t[j] < t[i]) { x = t[i]; t[i] = t[j]; t[j] = x } printf "%.2f", t[int(n / 2)] }' \
+        "$GP_RESULTS/gcluster/$phase-ping.txt")"
+    eval "${phase}_rate=$(calc "$(field "$(cat "$GP_RESULTS/gcluster/$phase-sink.json")" rate) / 1e6")"
+    drained
+}
+lookahead_us=2000
+hold h1 10.1.0.3/32 "${r_kbit}kbit"
+td=$(now)
+paced_ping d0
+gc_exec h1 gapctl qdisc change dev eth0 lookahead "${lookahead_us}us" >/dev/null ||
+    gp_fail "(d) gapctl refused lookahead"
+gc_exec h1 gapctl qdisc show dev eth0 | grep -q "lookahead ${lookahead_us}us" || gp_fail "(d) lookahead not shown"
+paced_ping d1
+waits1=$(field "$(gc_exec h1 gapctl -j qdisc show dev eth0)" lookahead_waits)
+gc_exec h1 gapctl qdisc change dev eth0 lookahead 0 >/dev/null || gp_fail "(d) lookahead 0 refused"
+release h1
+say "[$(elapsed)] (d) ping h1->h4 during a paced flow h1->h3 at $r_kbit kbit/s: median $d0_ping ms without" \
+    "lookahead, $d1_ping ms with lookahead ${lookahead_us}us (dequeues held back: ${waits1:-?});" \
+    "paced goodput $d0_rate / $d1_rate Mbit/s of $expect; longest guest stall $(stall_ms "$td" "$(now)") ms"
+# Without the bound the ping waits behind the gaps of every queued frame: tens to hundreds of ms.
+holds "$d1_ping <= 40 && $d1_ping * 2 <= $d0_ping" ||
+    timing_fail "$td" "(d) ping with lookahead $d1_ping ms, without $d0_ping ms"
+[ -n "$waits1" ] && [ "$waits1" -gt 0 ] || gp_fail "(d) lookahead never held dequeue back (${waits1:-no counter})"
+holds "$d1_rate >= 0.85 * $expect && $d1_rate <= 1.02 * $expect" ||
+    timing_fail "$td" "(d) paced goodput with lookahead $d1_rate Mbit/s outside [0.85, 1.02] x $expect"
 
 # the NIC rings never dropped
 for phase in a1 b1 c1 c3; do

@@ -276,11 +276,13 @@ for topo in "${TOPOS[@]}"; do
 				else
 					line=$(run_alltoall "$variant" "$m" "$n_left")
 				fi
+				# One JSON value for --argjson below: the first object if a run printed several
+				# lines, null if nothing parses.
+				line=$(jq -c -s 'map(select(type == "object")) | .[0]' 2>/dev/null <<<"$line") || line=null
+				[[ -n $line ]] || line=null
 				if ! jq -e 'type == "object" and (.fraction_of_capacity | type) == "number"' >/dev/null 2>&1 <<<"$line"; then
 					echo "bench-system: $topo $variant $size rep $rep: no result: $(head -c 300 <<<"$line") $(tail -n 3 "$TMP"/*.err 2>/dev/null | head -c 600)" >&2
 					failures=$((failures + 1))
-					line=${line:-null}
-					jq -e . >/dev/null 2>&1 <<<"$line" || line=null
 				fi
 				dc='null'
 				if [[ $variant == *gappaced ]]; then

@@ -108,7 +108,7 @@ TEST(QdiscArgs, ChangeNeedsSomethingToChange)
 	const Words args{"dev", "eth0"};
 	auto parsed = parse_qdisc_change_args(args);
 	ASSERT_FALSE(parsed);
-	EXPECT_EQ(parsed.error().message, "nothing to change: give linkrate, ifg or limit");
+	EXPECT_EQ(parsed.error().message, "nothing to change: give linkrate, ifg, limit or lookahead");
 }
 
 TEST(QdiscArgs, RejectsBadLinkrate)
@@ -125,6 +125,25 @@ TEST(QdiscArgs, RejectsIfgBeyondU32)
 	auto parsed = parse_qdisc_attach_args(args);
 	ASSERT_FALSE(parsed);
 	EXPECT_EQ(parsed.error().message, "invalid ifg \"4294967296\" (a number up to 4294967295)");
+}
+
+TEST(QdiscArgs, LookaheadIsATimeUpToOneSecond)
+{
+	auto parsed = parse_qdisc_change_args(Words{"dev", "veth0", "lookahead", "200us"});
+	ASSERT_TRUE(parsed) << parsed.error().message;
+	EXPECT_EQ(parsed->options.lookahead_ns, 200000u);
+	parsed = parse_qdisc_change_args(Words{"dev", "veth0", "lookahead", "1s"});
+	ASSERT_TRUE(parsed) << parsed.error().message;
+	EXPECT_EQ(parsed->options.lookahead_ns, 1000000000u);
+	parsed = parse_qdisc_change_args(Words{"dev", "veth0", "lookahead", "0"});
+	ASSERT_TRUE(parsed) << parsed.error().message;
+	EXPECT_EQ(parsed->options.lookahead_ns, 0u) << "0 switches the bound off";
+	for (const char *bad : {"2s", "1001ms", "soon", "-5us"}) {
+		auto rejected = parse_qdisc_change_args(Words{"dev", "veth0", "lookahead", bad});
+		ASSERT_FALSE(rejected) << bad;
+		EXPECT_EQ(rejected.error().message,
+			  "invalid lookahead \"" + std::string(bad) + "\" (a time up to 1s, such as 200us; 0 for none)");
+	}
 }
 
 TEST(QdiscArgs, RejectsSizeWithSuffix)

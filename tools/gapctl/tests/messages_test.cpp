@@ -78,6 +78,28 @@ TEST(QdiscEncoder, ChangeDoesNotCreate)
 	EXPECT_EQ(mnl_attr_get_u32(opts[TCA_GAPPACE_IFG]), 100u);
 }
 
+TEST(QdiscEncoder, LookaheadTravelsInNanoseconds)
+{
+	RequestBuffer buf;
+	QdiscOptions options;
+	options.lookahead_ns = 200000;
+	encode_qdisc_change(buf, 3, options);
+	const auto attrs = Attrs::of_message(buf.nlh(), sizeof(tcmsg));
+	const auto opts = Attrs::of_nest(attrs[TCA_OPTIONS]);
+	EXPECT_EQ(opts.count, 1);
+	ASSERT_TRUE(opts[TCA_GAPPACE_LOOKAHEAD]);
+	EXPECT_EQ(mnl_attr_get_payload_len(opts[TCA_GAPPACE_LOOKAHEAD]), 4u);
+	EXPECT_EQ(mnl_attr_get_u32(opts[TCA_GAPPACE_LOOKAHEAD]), 200000u);
+
+	// 0 is a value (switch the bound off), not an absent option.
+	RequestBuffer off;
+	options.lookahead_ns = 0;
+	encode_qdisc_change(off, 3, options);
+	const auto off_opts = Attrs::of_nest(Attrs::of_message(off.nlh(), sizeof(tcmsg))[TCA_OPTIONS]);
+	ASSERT_TRUE(off_opts[TCA_GAPPACE_LOOKAHEAD]);
+	EXPECT_EQ(mnl_attr_get_u32(off_opts[TCA_GAPPACE_LOOKAHEAD]), 0u);
+}
+
 TEST(QdiscEncoder, DeleteNamesTheHandleItChecked)
 {
 	RequestBuffer buf;

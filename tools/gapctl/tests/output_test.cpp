@@ -110,7 +110,7 @@ TEST(QdiscOutput, Text)
 		  "    linkrate 1Gbit rules 0 ifg 0 limit 0 qlen 2\n"
 		  "    data_packets 10 data_bytes 0 data_wire_bytes 0\n"
 		  "    gap_frames 0 gap_bytes 0 gap_wire_bytes 0\n"
-		  "    paced_packets 0 gso_segmented 0 drops 0 idle_resyncs 0 gap_alloc_failures 0\n");
+		  "    paced_packets 0 gso_segmented 0 drops 0 idle_resyncs 0 gap_alloc_failures 0 lookahead_waits 0\n");
 }
 
 TEST(QdiscOutput, JsonShowsOnlyReceivedXstats)

@@ -221,6 +221,25 @@ TEST_F(Plugin, ParsesAllOptions)
 	EXPECT_EQ(mnl_attr_get_u32(opts[TCA_GAPPACE_LIMIT]), 1000u);
 }
 
+TEST_F(Plugin, LookaheadIsATimeInNanoseconds)
+{
+	const std::pair<const char *, uint32_t> cases[] = {
+		{"200us", 200000}, {"200", 200000}, {"1ms", 1000000}, {"1s", 1000000000}, {"500ns", 500}, {"0", 0},
+	};
+	for (const auto &[text, ns] : cases) {
+		SetUp();
+		ASSERT_EQ(parse({"lookahead", text}), 0) << text;
+		auto opts = options();
+		ASSERT_TRUE(opts[TCA_GAPPACE_LOOKAHEAD]) << text;
+		EXPECT_EQ(mnl_attr_get_u32(opts[TCA_GAPPACE_LOOKAHEAD]), ns) << text;
+		TearDown();
+	}
+	SetUp();
+	ASSERT_EQ(parse({"lookahead", "2000us"}), 0);
+	util_->print_qopt(util_, stdout, options_attr());
+	EXPECT_EQ(g_out, "lookahead 2000us ");
+}
+
 TEST_F(Plugin, SendsOnlyGivenOptions)
 {
 	ASSERT_EQ(parse({"ifg", "20"}), 0);
@@ -251,7 +270,8 @@ TEST_F(Plugin, RejectsBadInputWithoutTouchingTheMessage)
 		{"linkrate", "10furlongs"}, {"linkrate", "-1gbit"},	{"linkrate", "gbit"},
 		{"ifg", "-1"},		    {"ifg", "12b"},		{"limit", "4294967296"},
 		{"bogus", "1"},		    {"ifg"},			{"ifg", "12", "ifg", "13"},
-		{"help"},
+		{"help"},		    {"lookahead", "2s"},	{"lookahead", "1001ms"},
+		{"lookahead", "soon"},	    {"lookahead", "-1us"},
 	};
 	for (const auto &words : bad) {
 		EXPECT_EQ(parse(words), -1) << words[0];
@@ -308,7 +328,8 @@ TEST_F(Plugin, PrintsXstatsAsText)
 	EXPECT_EQ(g_out, "  linkrate 1Gbit rules 2 ifg 12 limit 1000 qlen 1 \n"
 			 "  data_packets 10 data_bytes 15140 data_wire_bytes 0 \n"
 			 "  gap_frames 3 gap_bytes 0 gap_wire_bytes 0 \n"
-			 "  paced_packets 0 gso_segmented 0 drops 0 idle_resyncs 0 gap_alloc_failures 0 ");
+			 "  paced_packets 0 gso_segmented 0 drops 0 idle_resyncs 0 gap_alloc_failures 0 \n"
+			 "  lookahead_waits 0 ");
 }
 
 TEST_F(Plugin, PrintsOnlyTheXstatsAnOlderModuleSent)
@@ -326,7 +347,7 @@ TEST_F(Plugin, AcceptsLongerXstatsFromANewerModule)
 	util_->print_xstats(util_, stdout, reinterpret_cast<rtattr *>(attr.data()));
 	EXPECT_EQ(g_out, "xstats{linkrate=1000000000;rules=2;ifg=12;limit=1000;qlen=1;data_packets=10;data_bytes=15140;"
 			 "data_wire_bytes=0;gap_frames=3;gap_bytes=0;gap_wire_bytes=0;paced_packets=0;"
-			 "gso_segmented=0;drops=0;idle_resyncs=0;gap_alloc_failures=0;}");
+			 "gso_segmented=0;drops=0;idle_resyncs=0;gap_alloc_failures=0;lookahead_waits=0;}");
 }
 
 } // namespace

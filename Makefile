@@ -52,7 +52,8 @@ BENCH_ARGS ?=
 # It rewrites the results section of Documentation/performance.md (tables and plots).
 bench-system: userspace
 	bash tools/bench/system/bench-system.sh --build $(abspath $(BUILD)) \
-		--publish $(abspath Documentation/performance.md) $(BENCH_ARGS)
+		--publish $(abspath Documentation/performance.md) \
+		--publish-models $(abspath Documentation/models.md) $(BENCH_ARGS)
 
 # Installs its own packages and builds only what it runs (a fresh machine: a few minutes).
 demo:

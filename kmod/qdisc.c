@@ -697,9 +697,10 @@ static int gp_change(struct Qdisc *sch, struct nlattr *opt, struct netlink_ext_a
 	q->wire.ifg_extra = ifg - GP_IPG_BYTES;
 	q->limit = limit;
 	WRITE_ONCE(sch->limit, limit);
+	/* A watchdog armed under the old bound stays: firing only reschedules the
+	 * queue, and cancelling it would leave a held backlog waiting for the next
+	 * enqueue. */
 	q->lookahead_ns = lookahead_ns;
-	if (!lookahead_ns)
-		qdisc_watchdog_cancel(&q->watchdog);
 	/* a lower limit takes effect now: drop from the unpaced queue first */
 	while (sch->q.qlen > q->limit && q->unpaced_head) {
 		skb = gp_skb_pop(&q->unpaced_head);

@@ -6,6 +6,7 @@
 #                   [--variants LIST] [--reps N] [--rate 200mbit] [--queue 40] [--seconds S]
 #                   [--cell-timeout S] [--pattern pairwise|ring|half] [--quick] [--no-plot]
 #                   [--sndbuf BYTES|auto (default 8m)] [--planner models|default] [--publish DOC.md]
+#                   [--publish-models MODELS.md]
 #
 # For every topology (N+N hosts, one bottleneck of rate C with a FIFO of q packets per
 # direction), message size m and variant, it runs the TCP all-to-all (gp-alltoall) or a real
@@ -38,7 +39,7 @@ die() { echo "bench-system: $*" >&2; exit 1; }
 
 BUILD="" OUT="" TOPOLOGIES="4+4,8+8" SIZES="1k,4k,16k,64k,256k,1m,4m"
 VARIANTS="stock,rto,pace,rto+pace,gappaced,mpi-stock,mpi-gappaced"
-PLOT=1 PUBLISH='' PLANNER=models SNDBUF=8m REPS=3 RATE=200mbit QUEUE=40 SECONDS_PER_RUN=2 CELL_TIMEOUT=60 PATTERN=pairwise RTO_MS=5
+PLOT=1 PUBLISH='' PUBLISH_MODELS='' PLANNER=models SNDBUF=8m REPS=3 RATE=200mbit QUEUE=40 SECONDS_PER_RUN=2 CELL_TIMEOUT=60 PATTERN=pairwise RTO_MS=5
 while (($#)); do
 	case $1 in
 	--build) BUILD=${2:?}; shift 2 ;;
@@ -56,6 +57,7 @@ while (($#)); do
 	--sndbuf) SNDBUF=${2:?}; shift 2 ;;
 	--planner) PLANNER=${2:?}; shift 2 ;;
 	--publish) PUBLISH=${2:?}; shift 2 ;;
+	--publish-models) PUBLISH_MODELS=${2:?}; shift 2 ;;
 	--quick) TOPOLOGIES=4+4 SIZES=16k,64k REPS=1 SECONDS_PER_RUN=1; shift ;;
 	-h | --help) usage ;;
 	*) echo "bench-system: unknown option '$1'" >&2; usage ;;
@@ -324,5 +326,6 @@ echo "finished: $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg
 report_args=()
 ((PLOT)) || report_args+=(--no-plot)
 [[ -z $PUBLISH ]] || report_args+=(--publish "$PUBLISH")
+[[ -z $PUBLISH_MODELS ]] || report_args+=(--publish-models "$PUBLISH_MODELS")
 python3 "$HERE/report.py" --runs "$RUNS" --out "$OUT" --machine "$OUT/machine.txt" "${report_args[@]}"
 ((failures == 0)) || { echo "bench-system: $failures runs produced no result" >&2; exit 1; }

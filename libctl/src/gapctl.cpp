@@ -1,11 +1,12 @@
 // libgapctl: the C ABI of gapctl.h over a small C++ core.
 //
 // The caller's cost is bounded by design: gapctl_phase_begin/end validate, encode the hint
-// into a preallocated slot of a fixed ring under an uncontended mutex, and wake the sender
-// thread with one eventfd write only if it sleeps. The sender thread owns the carrier (the
-// kernel's genl family, or the daemon's seqpacket socket), sends without blocking, counts
-// what it could not deliver, and reconnects at most once a second. Nothing here throws across
-// the C ABI: every entry point catches and returns -ENOMEM/-EINVAL.
+// into a preallocated slot of a fixed ring and publish it without a lock (a bounded
+// multi-producer queue after Vyukov: each slot carries a sequence number that says whose turn
+// it is), and wake the sender thread with one eventfd write only if it sleeps. The sender
+// thread owns the carrier (the kernel's genl family, or the daemon's seqpacket socket), sends
+// without blocking, counts what it could not deliver, and reconnects at most once a second.
+// Nothing here throws across the C ABI: every entry point catches and returns -ENOMEM/-EINVAL.
 #include "gapctl.h"
 
 #include <arpa/inet.h>
@@ -56,7 +57,13 @@ std::atomic<uint64_t> g_fork_generation{0};
 std::atomic<uint64_t> g_next_phase_id{1};
 std::once_flag g_atfork_once;
 
+static_assert((kRingSlots & (kRingSlots - 1)) == 0, "the ring's index is a mask");
+
+// One hint in the ring. `sequence` says whose turn it is: equal to the position a producer
+// will claim when the slot is free, position + 1 once that producer published it, and
+// position + kRingSlots when the sender thread has sent it (free for the next lap).
 struct Slot {
+	std::atomic<uint64_t> sequence{0};
 	std::vector<uint8_t> bytes;
 	size_t len = 0;
 };
@@ -171,11 +178,14 @@ struct gapctl {
 	uint64_t fork_generation = 0;
 	std::atomic<uint32_t> seq{0};
 
-	std::mutex lock;			// the ring and, without a thread, the carrier
-	std::condition_variable drained;	// the ring became empty
-	std::vector<Slot> ring;
-	size_t head = 0, count = 0;		// the oldest queued slot, and how many are queued
-	bool sending = false;			// the thread holds a slot outside the lock
+	std::unique_ptr<Slot[]> ring;		// kRingSlots slots
+	std::atomic<uint64_t> claimed{0};	// next position a producer claims
+	uint64_t next_to_send = 0;		// the sender thread's position (its own)
+	std::atomic<uint64_t> sent_through{0};	// positions below this are sent or dropped
+
+	std::mutex lock;			// flush's wait and, without a thread, the carrier
+	std::condition_variable drained;	// sent_through moved
+	Slot direct;				// without a thread: the one slot, under lock
 
 	gp::UniqueFd wake;			// eventfd: the caller's doorbell
 	std::atomic<bool> sleeping{false};	// the thread waits on the doorbell
@@ -206,6 +216,10 @@ struct gapctl {
 
 	void deliver(Slot &slot)
 	{
+		if (slot.len == 0) { // its encoding failed (out of memory): counted, never sent
+			dropped.fetch_add(1, std::memory_order_relaxed);
+			return;
+		}
 		ensure_carrier();
 		// Encoded without knowing the carrier: the kernel needs the family id, the socket 0.
 		reinterpret_cast<nlmsghdr *>(slot.bytes.data())->nlmsg_type = carrier.family_id();
@@ -232,6 +246,13 @@ struct gapctl {
 		}
 	}
 
+	// The slot at the sender's position, if a producer published it.
+	Slot *published_slot()
+	{
+		Slot &slot = ring[next_to_send & (kRingSlots - 1)];
+		return slot.sequence.load(std::memory_order_seq_cst) == next_to_send + 1 ? &slot : nullptr;
+	}
+
 	void sender_loop()
 	{
 		// Signals belong to the application's threads, never to ours.
@@ -240,29 +261,25 @@ struct gapctl {
 		pthread_sigmask(SIG_BLOCK, &all, nullptr);
 		ensure_carrier(true);
 		for (;;) {
-			std::unique_lock guard(lock);
-			while (count) {
-				Slot &slot = ring[head];
-				sending = true;
-				guard.unlock();
-				deliver(slot);
-				guard.lock();
-				sending = false;
-				head = (head + 1) % ring.size();
-				--count;
+			bool moved = false;
+			while (Slot *slot = published_slot()) {
+				deliver(*slot);
+				slot->sequence.store(next_to_send + kRingSlots, std::memory_order_release);
+				sent_through.store(++next_to_send, std::memory_order_release);
+				moved = true;
 			}
-			drained.notify_all();
+			if (moved) {
+				std::lock_guard guard(lock); // pairs with gapctl_flush's predicate check
+				drained.notify_all();
+			}
 			if (stop.load())
 				return;
-			sleeping.store(true);
-			guard.unlock();
 			carrier_errors.fetch_add(carrier.drain_errors(last_error), std::memory_order_relaxed);
-			pollfd fds[2] = {{wake.get(), POLLIN, 0}, {carrier.poll_fd(), POLLIN, 0}};
-			// Recheck after announcing sleep: a producer that saw sleeping == false did not ring.
-			guard.lock();
-			bool idle = count == 0 && !stop.load();
-			guard.unlock();
-			if (idle) {
+			// Announce sleep, then look again: a producer publishes before it reads
+			// `sleeping` (both seq_cst), so either it rings or we see its slot here.
+			sleeping.store(true, std::memory_order_seq_cst);
+			if (!published_slot() && !stop.load()) {
+				pollfd fds[2] = {{wake.get(), POLLIN, 0}, {carrier.poll_fd(), POLLIN, 0}};
 				int timeout = carrier.kind() == GAPCTL_CARRIER_NONE ? 1000 : 5000;
 				::poll(fds, fds[1].fd >= 0 ? 2 : 1, timeout);
 				// The daemon closed its end (restart, stop): POLLHUP would wake us
@@ -273,7 +290,7 @@ struct gapctl {
 					carrier_kind.store(GAPCTL_CARRIER_NONE, std::memory_order_relaxed);
 				}
 			}
-			sleeping.store(false);
+			sleeping.store(false, std::memory_order_relaxed);
 			uint64_t ignored;
 			while (::read(wake.get(), &ignored, sizeof(ignored)) > 0) {
 			}
@@ -284,31 +301,52 @@ struct gapctl {
 	// Called by gapctl_phase_begin/end with the encoder for the slot.
 	template <class Encode> int enqueue(size_t max_len, Encode &&encode)
 	{
-		std::unique_lock guard(lock);
-		if (count == ring.size()) {
-			dropped.fetch_add(1, std::memory_order_relaxed);
-			return 0; // dropping is not the caller's error
-		}
-		Slot &slot = ring[(head + count) % ring.size()];
-		if (slot.bytes.size() < max_len)
-			slot.bytes.resize(max_len);
-		slot.len = encode(std::span<uint8_t>(slot.bytes));
-		queued.fetch_add(1, std::memory_order_relaxed);
 		if (!threaded()) {
-			deliver(slot);
+			std::lock_guard guard(lock);
+			if (direct.bytes.size() < max_len)
+				direct.bytes.resize(max_len);
+			direct.len = encode(std::span<uint8_t>(direct.bytes));
+			queued.fetch_add(1, std::memory_order_relaxed);
+			deliver(direct);
 			carrier_errors.fetch_add(carrier.drain_errors(last_error), std::memory_order_relaxed);
 			return 0;
 		}
-		++count;
-		guard.unlock();
+		// Claim a position whose slot the sender thread has released.
+		uint64_t position = claimed.load(std::memory_order_relaxed);
+		Slot *slot;
+		for (;;) {
+			slot = &ring[position & (kRingSlots - 1)];
+			const uint64_t sequence = slot->sequence.load(std::memory_order_acquire);
+			const auto lag = static_cast<int64_t>(sequence - position);
+			if (lag == 0) {
+				if (claimed.compare_exchange_weak(position, position + 1, std::memory_order_relaxed))
+					break;
+			} else if (lag < 0) {
+				dropped.fetch_add(1, std::memory_order_relaxed);
+				return 0; // the ring is full; dropping is not the caller's error
+			} else {
+				position = claimed.load(std::memory_order_relaxed);
+			}
+		}
+		size_t len = 0;
+		try {
+			if (slot->bytes.size() < max_len)
+				slot->bytes.resize(max_len);
+			len = encode(std::span<uint8_t>(slot->bytes));
+		} catch (...) {
+			len = 0; // the position must still be published, or the ring stops here
+		}
+		slot->len = len;
+		queued.fetch_add(1, std::memory_order_relaxed);
+		slot->sequence.store(position + 1, std::memory_order_seq_cst);
 		// Only the first producer after the thread fell asleep rings: a burst of hints
 		// costs one eventfd write, not one each.
-		if (sleeping.exchange(false)) {
+		if (sleeping.load(std::memory_order_seq_cst) && sleeping.exchange(false)) {
 			uint64_t one = 1;
 			ssize_t ignored = ::write(wake.get(), &one, sizeof(one));
 			(void)ignored;
 		}
-		return 0;
+		return len ? 0 : -ENOMEM;
 	}
 };
 
@@ -371,9 +409,11 @@ int gapctl_open(gapctl_t **handle, uint32_t flags)
 		auto h = std::make_unique<gapctl>();
 		h->flags = flags;
 		h->fork_generation = g_fork_generation.load();
-		h->ring.resize(kRingSlots);
-		for (Slot &slot : h->ring)
-			slot.bytes.resize(kSlotReserve);
+		h->ring = std::make_unique<Slot[]>(kRingSlots);
+		for (size_t i = 0; i < kRingSlots; ++i) {
+			h->ring[i].sequence.store(i, std::memory_order_relaxed); // free for lap 0
+			h->ring[i].bytes.resize(kSlotReserve);
+		}
 		if (h->threaded()) {
 			h->wake.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
 			if (!h->wake)
@@ -497,14 +537,18 @@ int gapctl_flush(gapctl_t *handle, int timeout_ms)
 		return handle ? -ECHILD : -EINVAL;
 	if (!handle->threaded())
 		return 0;
-	std::unique_lock guard(handle->lock);
+	// What was published before this call; hints other threads add meanwhile are not waited for.
+	const uint64_t target = handle->claimed.load(std::memory_order_acquire);
 	const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms < 0 ? 0 : timeout_ms);
-	if (handle->count) {
+	std::unique_lock guard(handle->lock);
+	if (handle->sent_through.load(std::memory_order_acquire) < target) {
 		uint64_t one = 1;
 		ssize_t ignored = ::write(handle->wake.get(), &one, sizeof(one));
 		(void)ignored;
 	}
-	if (!handle->drained.wait_until(guard, deadline, [&] { return handle->count == 0 && !handle->sending; }))
+	if (!handle->drained.wait_until(guard, deadline, [&] {
+		    return handle->sent_through.load(std::memory_order_acquire) >= target;
+	    }))
 		return -ETIMEDOUT;
 	return 0;
 }

@@ -17,7 +17,10 @@
 #include <ctime>
 #include <memory>
 #include <cstring>
+#include <map>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "hint_codec.hpp"
@@ -199,6 +202,55 @@ TEST(Library, FdPeersBecomeTuples)
 	phase = alltoall(peers, 1);
 	EXPECT_EQ(gapctl_phase_begin(handle, &phase, &id), -EBADF);
 	EXPECT_EQ(stats_of(handle).hints_rejected, 1u);
+	gapctl_close(handle);
+}
+
+// The ring is lock-free for many producers: threads that hint at once lose nothing, send
+// nothing twice, and each thread's BEGIN reaches the daemon before its END.
+TEST(Library, ConcurrentCallersLoseAndDuplicateNothing)
+{
+	FakeDaemon daemon;
+	gapctl_t *handle = nullptr;
+	ASSERT_EQ(gapctl_open(&handle, GAPCTL_OPEN_NO_KERNEL), 0);
+	ASSERT_TRUE(daemon.accept_client());
+	constexpr int kThreads = 4, kPhasesEach = 30; // 240 hints: fewer than the ring's slots
+	std::vector<std::thread> callers;
+	for (int t = 0; t < kThreads; ++t) {
+		callers.emplace_back([handle, t] {
+			std::vector<gapctl_peer> peers = {v4_peer("10.0.0.2", 1)};
+			auto phase = alltoall(peers, 1000 + t);
+			for (int i = 0; i < kPhasesEach; ++i) {
+				uint64_t id = 0;
+				EXPECT_EQ(gapctl_phase_begin(handle, &phase, &id), 0);
+				EXPECT_EQ(gapctl_phase_end(handle, id, 1), 0);
+			}
+		});
+	}
+	std::set<std::pair<uint64_t, int>> seen; // (phase id, event)
+	std::map<uint64_t, uint64_t> begin_size;  // phase id -> bytes_per_peer of its BEGIN
+	for (int i = 0; i < 2 * kThreads * kPhasesEach; ++i) {
+		auto hint = daemon.next();
+		ASSERT_TRUE(hint) << "hint " << i << ": " << hint.error().message;
+		const auto event = static_cast<int>(hint->header.event);
+		EXPECT_TRUE(seen.emplace(hint->header.phase_id, event).second) << "sent twice";
+		if (hint->header.event == gp::hint::Event::Begin)
+			begin_size[hint->header.phase_id] = hint->header.bytes_per_peer;
+		else
+			EXPECT_TRUE(begin_size.count(hint->header.phase_id)) << "END before its BEGIN";
+	}
+	for (auto &caller : callers)
+		caller.join();
+	std::map<uint64_t, int> phases_per_size;
+	for (const auto &[id, size] : begin_size)
+		++phases_per_size[size];
+	EXPECT_EQ(phases_per_size.size(), static_cast<size_t>(kThreads));
+	for (const auto &[size, phases] : phases_per_size)
+		EXPECT_EQ(phases, kPhasesEach) << "thread with size " << size;
+	ASSERT_EQ(gapctl_flush(handle, 1000), 0);
+	auto stats = stats_of(handle);
+	EXPECT_EQ(stats.hints_queued, 240u);
+	EXPECT_EQ(stats.hints_sent, 240u);
+	EXPECT_EQ(stats.hints_dropped, 0u);
 	gapctl_close(handle);
 }
 

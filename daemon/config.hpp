@@ -44,6 +44,10 @@ struct Config {
 	// Settings outlive their phase's END by this long (plus up to one 100 ms tick), so that
 	// back-to-back collectives of one process reuse them instead of reverting and reapplying.
 	uint32_t linger_ms = 50;
+	// A sender whose phase needs nothing (Plan::inert) is told, on the hints socket, to skip
+	// alike phases for this long (0: never advise). At most one such phase per period still
+	// reaches the daemon, and with it the measured duration calibration learns from.
+	uint32_t quiet_ms = 1000;
 
 	bool pacing = true;
 	bool rto = true;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -363,11 +364,11 @@ void Daemon::on_socket_client(int fd)
 			log(LOG_WARNING, "hint from pid " + std::to_string(sender.pid) + ": not one netlink message per datagram");
 			continue;
 		}
-		handle_hint(nlh, false, sender);
+		handle_hint(nlh, false, sender, fd);
 	}
 }
 
-void Daemon::handle_hint(const nlmsghdr *nlh, bool from_kernel, std::optional<hint::Sender> peer_cred)
+void Daemon::handle_hint(const nlmsghdr *nlh, bool from_kernel, std::optional<hint::Sender> peer_cred, int reply_fd)
 {
 	const auto received = Clock::now();
 	++counters_.hints_received;
@@ -390,14 +391,14 @@ void Daemon::handle_hint(const nlmsghdr *nlh, bool from_kernel, std::optional<hi
 		return;
 	}
 	if (h.header.event == hint::Event::Begin)
-		begin_phase(std::move(h), from_kernel, received);
+		begin_phase(std::move(h), from_kernel, received, reply_fd);
 	else
 		end_phase(h.sender->pid, h.header.phase_id, h.header.duration_ns, "end");
 	while (recent_errors_.size() > kRecentErrors)
 		recent_errors_.pop_front();
 }
 
-void Daemon::begin_phase(hint::Hint h, bool from_kernel, Clock::time_point received)
+void Daemon::begin_phase(hint::Hint h, bool from_kernel, Clock::time_point received, int reply_fd)
 {
 	const auto key = std::make_pair(uint64_t{h.sender->pid}, h.header.phase_id);
 	if (phases_.count(key)) {
@@ -493,6 +494,8 @@ void Daemon::begin_phase(hint::Hint h, bool from_kernel, Clock::time_point recei
 		}
 	}
 	Plan plan = planner_->plan(r.header, planned, config_);
+	if (plan.inert && reply_fd >= 0 && r.header.signature && config_.quiet_ms && r.errors.empty())
+		advise_quiet(reply_fd, r.header.signature);
 	r.plan = plan.reason;
 	r.predicted_us = plan.predicted_us;
 	r.calibrated_us = plan.calibrated_us;
@@ -530,6 +533,17 @@ void Daemon::begin_phase(hint::Hint h, bool from_kernel, Clock::time_point recei
 	}
 	phase.deadline = now + std::chrono::milliseconds(config_.phase_timeout_ms);
 	phases_.emplace(key, std::move(phase));
+}
+
+// Tells a socket sender that phases like this one change nothing for quiet_ms: its library
+// skips their hints meanwhile, which is what makes small, frequent collectives cost nothing. A
+// full socket loses the advice, not the hint: the sender just keeps sending.
+void Daemon::advise_quiet(int reply_fd, uint64_t signature)
+{
+	std::array<uint8_t, hint::kAdviceMaxSize> buffer{};
+	const size_t len = hint::encode_advice(buffer, 0, hint::Advice{signature, config_.quiet_ms});
+	if (::send(reply_fd, buffer.data(), len, MSG_DONTWAIT | MSG_NOSIGNAL) == static_cast<ssize_t>(len))
+		++counters_.advice_sent;
 }
 
 void Daemon::log_phase_begin(const PhaseRecord &r) const
@@ -783,6 +797,7 @@ std::string Daemon::show_json() const
 	j.field("hints_received", c.hints_received).field("hints_kernel", c.hints_kernel);
 	j.field("hints_socket", c.hints_socket).field("hints_malformed", c.hints_malformed);
 	j.field("hints_refused", c.hints_refused).field("hints_dropped", c.hints_dropped);
+	j.field("advice_sent", c.advice_sent);
 	j.field("phases_begun", c.phases_begun).field("phases_ended", c.phases_ended);
 	j.field("phases_timed_out", c.phases_timed_out).field("phases_sender_gone", c.phases_sender_gone);
 	j.field("unknown_ends", c.unknown_ends).field("apply_errors", c.apply_errors);

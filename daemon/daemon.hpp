@@ -47,6 +47,7 @@ struct Counters {
 	uint64_t config_reloads = 0;
 	uint64_t config_errors = 0;
 	uint64_t resolutions_cached = 0;	// phases that reused their sender's socket lookup
+	uint64_t advice_sent = 0;	// quiet advice written to socket senders (inert phases)
 };
 
 struct PhaseRecord {
@@ -93,8 +94,10 @@ private:
 	void on_signal();
 	void on_tick();
 	void flush_backend(const char *when);
-	void handle_hint(const nlmsghdr *nlh, bool from_kernel, std::optional<hint::Sender> peer_cred);
-	void begin_phase(hint::Hint hint, bool from_kernel, std::chrono::steady_clock::time_point received);
+	// reply_fd: the socket sender's connection, where advice goes (-1: the kernel carrier).
+	void handle_hint(const nlmsghdr *nlh, bool from_kernel, std::optional<hint::Sender> peer_cred, int reply_fd = -1);
+	void begin_phase(hint::Hint hint, bool from_kernel, std::chrono::steady_clock::time_point received, int reply_fd);
+	void advise_quiet(int reply_fd, uint64_t signature);
 	void log_phase_begin(const PhaseRecord &record) const;
 	void end_phase(uint64_t key_pid, uint64_t phase_id, uint64_t duration_ns, const char *why);
 	void revert_everything(const char *why);

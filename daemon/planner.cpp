@@ -130,16 +130,21 @@ Plan DefaultPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer
 	plan.rate_bps.assign(peers.size(), 0);
 	std::string reason;
 
-	if (config.pacing && paced_kind(phase.kind) && phase.bytes_per_peer) {
+	// Only the paced kinds' bursts are sized here; a rooted kind is never called inert.
+	bool all_bursts_fit = paced_kind(phase.kind);
+	if (paced_kind(phase.kind) && phase.bytes_per_peer) {
 		for (const Crossing &c : crossings(phase, peers, config)) {
 			const Bottleneck &b = *c.bottleneck;
 			const uint64_t queue_bytes = queue_bytes_of(b, config);
 			const uint64_t burst = c.senders * c.fanout * phase.bytes_per_peer;
+			all_bursts_fit = all_bursts_fit && burst <= queue_bytes;
 			if (burst <= queue_bytes) {
 				reason += b.name + ": burst " + std::to_string(burst) + " B fits the queue (" +
 					  std::to_string(queue_bytes) + " B), not paced; ";
 				continue;
 			}
+			if (!config.pacing)
+				continue;
 			const uint64_t rate = std::max(config.min_rate_bps, b.capacity_bps / (c.senders * c.fanout));
 			for (size_t i : c.peers)
 				plan.rate_bps[i] = plan.rate_bps[i] ? std::min(plan.rate_bps[i], rate) : rate;
@@ -154,6 +159,7 @@ Plan DefaultPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer
 	}
 	if (reason.empty())
 		reason = "nothing to do";
+	plan.inert = plan.empty() && all_bursts_fit;
 	plan.reason = std::move(reason);
 	return plan;
 }
@@ -217,6 +223,7 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 							  kRtoMarginUs, config.delack_max_us.value_or(0));
 	std::string reason;
 	double predicted_us = 0;
+	bool all_fit_unpaced = true;
 	for (Crossing &c : crossings(phase, peers, config)) {
 		const Bottleneck &b = *c.bottleneck;
 		// Rooted collectives have one sender per step into any link (the root, or a tree's
@@ -249,6 +256,8 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 		bounds.rto_max_us = config.rto_max_us;
 		const models::Decision d = models::decide(shape, link, table_for(b), rto, bounds);
 		const models::PlanPrediction &chosen = d.chosen();
+		all_fit_unpaced = all_fit_unpaced && !d.prediction(models::PlanKind::Nothing).loss_expected &&
+				  d.best == models::PlanKind::Nothing;
 		if (chosen.rate_bps > 0) {
 			const auto rate = static_cast<uint64_t>(chosen.rate_bps);
 			for (size_t i : c.peers)
@@ -262,6 +271,7 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 	}
 	if (reason.empty())
 		reason = "no bottleneck crossed: nothing";
+	plan.inert = plan.empty() && all_fit_unpaced;
 	plan.predicted_us = predicted_us;
 	plan.calibrated_us = predicted_us > 0 ? calibration_.corrected_us(key_of(phase), predicted_us) : 0;
 	plan.reason = std::move(reason);

@@ -44,6 +44,9 @@ struct Plan {
 	std::string reason;		// one line for the log and `gapctl daemon show`
 	double predicted_us = 0;	// the models' phase time for the chosen plan (0: no prediction)
 	double calibrated_us = 0;	// the same times the calibration's correction factor
+	// No remedy could change this phase: every bottleneck it crosses takes its whole burst
+	// unpaced, and nothing is planned. The daemon may advise the sender to skip such hints.
+	bool inert = false;
 
 	bool empty() const
 	{

@@ -100,6 +100,7 @@ static const struct nla_policy gp_hint_policy[GAPPACE_A_HINT_MAX + 1] = {
 	[GAPPACE_A_HINT_SENDER_PID]	= GP_STAMPED,
 	[GAPPACE_A_HINT_SENDER_UID]	= GP_STAMPED,
 	[GAPPACE_A_HINT_SENDER_NETNS]	= GP_STAMPED,
+	[GAPPACE_A_HINT_SIGNATURE]	= { .type = NLA_U64 },
 };
 
 static const struct nla_policy gp_policy[GAPPACE_A_MAX + 1] = {

@@ -74,6 +74,23 @@ TEST(DefaultPlanner, BurstThatFitsTheQueueIsNotPaced)
 		EXPECT_EQ(r, 0u);
 	EXPECT_NE(plan.reason.find("fits the queue"), std::string::npos);
 	EXPECT_EQ(plan.rto_min_us, 5000u);
+	EXPECT_FALSE(plan.inert) << "the RTO floor is a change";
+}
+
+// Inert (the daemon may tell the sender to skip alike phases): nothing planned *because* every
+// burst fits its queue, not because a remedy is switched off.
+TEST(DefaultPlanner, InertOnlyWhereEveryBurstFitsTheQueue)
+{
+	auto peers = cluster_peers();
+	Config no_rto = two_sided();
+	no_rto.rto = false;
+	EXPECT_TRUE(DefaultPlanner().plan(alltoall(4096, GAPPACE_HINT_ALGORITHM_PAIRWISE), peers, no_rto).inert);
+	EXPECT_FALSE(DefaultPlanner().plan(alltoall(65536, GAPPACE_HINT_ALGORITHM_PAIRWISE), peers, no_rto).inert);
+	Config off = no_rto;
+	off.pacing = false; // an overflowing burst with no remedy allowed: empty, but not inert
+	Plan unremedied = DefaultPlanner().plan(alltoall(65536, GAPPACE_HINT_ALGORITHM_PAIRWISE), peers, off);
+	EXPECT_TRUE(unremedied.empty());
+	EXPECT_FALSE(unremedied.inert);
 }
 
 TEST(DefaultPlanner, RootedKindsAndSwitchedOffRemedies)
@@ -167,6 +184,9 @@ TEST(ModelPlanner, ABurstThatFitsTheQueueGetsNothing)
 	Plan plan = planner->plan(alltoall(256, GAPPACE_HINT_ALGORITHM_LINEAR), peers, config);
 	EXPECT_TRUE(plan.empty()) << plan.reason;
 	EXPECT_NE(plan.reason.find("nothing"), std::string::npos) << plan.reason;
+	EXPECT_TRUE(plan.inert) << "no remedy can change a burst the queue holds";
+	Plan overflowing = planner->plan(alltoall(65536, GAPPACE_HINT_ALGORITHM_LINEAR), peers, config);
+	EXPECT_FALSE(overflowing.inert) << overflowing.reason;
 }
 
 // With pacing switched off the cheapest remedy left for an overflowing burst is the RTO floor:

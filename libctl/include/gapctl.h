@@ -114,6 +114,8 @@ struct gapctl_stats {
 	uint64_t hints_dropped;	/* queue full, no carrier, or the carrier refused */
 	uint64_t hints_rejected; /* invalid arguments (never queued) */
 	uint64_t carrier_errors; /* errors reported back (e.g. no daemon listening) */
+	/* Appended; callers built against the fields above get them without this one. */
+	uint64_t hints_quiet;	/* phases not sent because the daemon advised so */
 };
 
 enum gapctl_carrier {
@@ -140,7 +142,15 @@ GAPCTL_VISIBLE void gapctl_close(gapctl_t *handle);
  * -EINVAL: bad kind/algorithm/flags/peer, struct_size too small;
  * -E2BIG: more than GAPCTL_MAX_PEERS (the first ones are still sent,
  *  flagged as truncated; *phase_id is valid). Dropping is not an error.
+ *
+ * Quiet phases: when gappaced has answered that phases like this one (same
+ * kind, algorithm, flags, size, processes, rank and peers as passed here)
+ * change nothing, for a while (its `quiet` setting), such phases are not
+ * sent: the call costs a hash and a table lookup, and *phase_id has
+ * GAPCTL_PHASE_QUIET set (gapctl_phase_end of it sends nothing either).
+ * Only the socket carrier carries this advice.
  */
+#define GAPCTL_PHASE_QUIET	(1ULL << 63)
 GAPCTL_VISIBLE int gapctl_phase_begin(gapctl_t *handle, const struct gapctl_phase *phase,
 				      uint64_t *phase_id);
 /* The phase ended after duration_ns (0 if not measured). -EINVAL: unknown id 0. */

@@ -22,7 +22,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
+#include <cstddef>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -34,6 +37,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "hint_codec.hpp"
@@ -51,6 +55,8 @@ constexpr size_t kSlotReserve = 4096;		// covers ~45 tuple peers without realloc
 constexpr auto kReconnectInterval = std::chrono::seconds(1);
 constexpr auto kCloseFlushLimit = std::chrono::milliseconds(100);
 constexpr int kSlowDaemonWaitMs = 20;	// per hint, in the sender thread only
+constexpr size_t kQuietEntries = 64;	// signatures the daemon's quiet advice is kept for
+constexpr uint32_t kQuietMaxMs = 60000;	// whatever the daemon says
 
 // Bumped in the child after fork(): handles opened before it are dead there (no thread).
 std::atomic<uint64_t> g_fork_generation{0};
@@ -138,21 +144,28 @@ public:
 		return sent < 0 ? errno : EMSGSIZE;
 	}
 
-	// Reads what the kernel sent back (errors of earlier hints) without blocking.
-	// Returns the number of errors; the socket carrier never answers.
-	uint64_t drain_errors(std::string &last_error)
+	// Reads what came back without blocking: errors of earlier hints from the kernel, and
+	// the daemon's advice on the socket. Returns the number of errors.
+	template <class OnAdvice> uint64_t drain_replies(std::string &last_error, OnAdvice &&on_advice)
 	{
-		if (kind_ != GAPCTL_CARRIER_KERNEL)
+		const int fd = poll_fd();
+		if (fd < 0)
 			return 0;
 		uint64_t errors = 0;
 		alignas(nlmsghdr) char buf[8192];
 		for (int round = 0; round < 64; ++round) {
-			ssize_t received = ::recv(kernel_->fd(), buf, sizeof(buf), MSG_DONTWAIT);
+			ssize_t received = ::recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
 			if (received <= 0)
 				break;
 			int left = static_cast<int>(received);
 			for (auto *nlh = reinterpret_cast<const nlmsghdr *>(buf); mnl_nlmsg_ok(nlh, left);
 			     nlh = mnl_nlmsg_next(nlh, &left)) {
+				if (kind_ == GAPCTL_CARRIER_SOCKET) {
+					// Advice we cannot read is ignored: it is only ever an offer.
+					if (auto advice = gp::hint::decode_advice(nlh))
+						on_advice(*advice);
+					continue;
+				}
 				if (nlh->nlmsg_type != NLMSG_ERROR)
 					continue;
 				if (auto error = gp::decode_ack(nlh)) {
@@ -197,10 +210,52 @@ struct gapctl {
 	bool congested = false;			// the daemon did not read within kSlowDaemonWaitMs
 	std::string last_error;
 
-	std::atomic<uint64_t> queued{0}, sent{0}, dropped{0}, rejected{0}, carrier_errors{0};
+	// The daemon's quiet advice: signature -> until when. Written by whoever drains the
+	// carrier, read by callers without a lock; a torn read costs one hint sent or skipped.
+	struct QuietEntry {
+		std::atomic<uint64_t> signature{0};
+		std::atomic<int64_t> until_ns{0};
+	};
+	std::array<QuietEntry, kQuietEntries> quiet;
+	std::atomic<bool> advised{false};	// any advice ever: callers skip the lookup until then
+
+	std::atomic<uint64_t> queued{0}, sent{0}, dropped{0}, rejected{0}, carrier_errors{0}, quieted{0};
 	std::atomic<uint32_t> carrier_kind{GAPCTL_CARRIER_NONE};
 
 	bool threaded() const { return !(flags & GAPCTL_OPEN_NO_THREAD); }
+
+	static int64_t now_ns()
+	{
+		return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+	}
+
+	bool is_quiet(uint64_t signature) const
+	{
+		if (!advised.load(std::memory_order_relaxed))
+			return false;
+		const QuietEntry &entry = quiet[signature % kQuietEntries];
+		return entry.signature.load(std::memory_order_acquire) == signature &&
+		       now_ns() < entry.until_ns.load(std::memory_order_relaxed);
+	}
+
+	void take_advice(const gp::hint::Advice &advice)
+	{
+		if (!advice.signature)
+			return;
+		QuietEntry &entry = quiet[advice.signature % kQuietEntries];
+		const int64_t quiet_ns = int64_t{std::min(advice.quiet_ms, kQuietMaxMs)} * 1000000;
+		entry.until_ns.store(0, std::memory_order_relaxed);
+		entry.signature.store(advice.signature, std::memory_order_release);
+		entry.until_ns.store(now_ns() + quiet_ns, std::memory_order_relaxed);
+		advised.store(true, std::memory_order_relaxed);
+	}
+
+	void drain_replies()
+	{
+		carrier_errors.fetch_add(
+			carrier.drain_replies(last_error, [this](const gp::hint::Advice &a) { take_advice(a); }),
+			std::memory_order_relaxed);
+	}
 
 	void ensure_carrier(bool force = false)
 	{
@@ -274,7 +329,7 @@ struct gapctl {
 			}
 			if (stop.load())
 				return;
-			carrier_errors.fetch_add(carrier.drain_errors(last_error), std::memory_order_relaxed);
+			drain_replies();
 			// Announce sleep, then look again: a producer publishes before it reads
 			// `sleeping` (both seq_cst), so either it rings or we see its slot here.
 			sleeping.store(true, std::memory_order_seq_cst);
@@ -308,7 +363,7 @@ struct gapctl {
 			direct.len = encode(std::span<uint8_t>(direct.bytes));
 			queued.fetch_add(1, std::memory_order_relaxed);
 			deliver(direct);
-			carrier_errors.fetch_add(carrier.drain_errors(last_error), std::memory_order_relaxed);
+			drain_replies();
 			return 0;
 		}
 		// Claim a position whose slot the sender thread has released.
@@ -393,6 +448,33 @@ int convert_peer(const gapctl_peer &in, Peer &out)
 	return 0;
 }
 
+// What the daemon's quiet advice is keyed by: the phase's description exactly as the caller
+// passed it (fd peers by their numbers: converting them would cost two syscalls each, the
+// very cost a quiet phase avoids). A word-at-a-time multiplicative mix, never 0 (0 means
+// "no signature"): a collision only makes a phase skip or send one hint it should not.
+static_assert(sizeof(gapctl_peer) % sizeof(uint64_t) == 0 && std::has_unique_object_representations_v<gapctl_peer>,
+	      "gapctl_peer is hashed as whole words: no padding");
+
+uint64_t phase_signature(const gapctl_phase &phase, uint32_t n_peers)
+{
+	uint64_t hash = 0x243f6a8885a308d3ULL;
+	auto mix = [&hash](uint64_t word) {
+		hash = (hash ^ word) * 0x9e3779b97f4a7c15ULL;
+		hash ^= hash >> 29;
+	};
+	mix(uint64_t{phase.kind} << 32 | phase.algorithm);
+	mix(uint64_t{phase.flags} << 32 | phase.comm_size);
+	mix(phase.bytes_per_peer);
+	mix(uint64_t{static_cast<uint32_t>(phase.rank)} << 32 | n_peers);
+	for (uint32_t i = 0; i < n_peers; ++i) {
+		uint64_t words[sizeof(gapctl_peer) / sizeof(uint64_t)];
+		std::memcpy(words, &phase.peers[i], sizeof(words));
+		for (uint64_t word : words)
+			mix(word);
+	}
+	return hash ? hash : 1;
+}
+
 } // namespace
 
 extern "C" {
@@ -470,8 +552,17 @@ int gapctl_phase_begin(gapctl_t *handle, const struct gapctl_phase *phase, uint6
 	    (phase->flags & ~(GAPCTL_F_VECTOR | GAPCTL_F_NONBLOCKING | GAPCTL_F_PERSISTENT)) ||
 	    (phase->n_peers && !phase->peers))
 		return reject(-EINVAL);
+	uint32_t n = phase->n_peers > GAPCTL_MAX_PEERS ? GAPCTL_MAX_PEERS : phase->n_peers;
+	// Only the daemon's socket answers with advice: the kernel carrier needs no signature.
+	const uint64_t signature = handle->carrier_kind.load(std::memory_order_relaxed) == GAPCTL_CARRIER_SOCKET
+					   ? phase_signature(*phase, n)
+					   : 0;
+	if (signature && handle->is_quiet(signature)) {
+		handle->quieted.fetch_add(1, std::memory_order_relaxed);
+		*phase_id = g_next_phase_id.fetch_add(1, std::memory_order_relaxed) | GAPCTL_PHASE_QUIET;
+		return phase->n_peers > n ? -E2BIG : 0;
+	}
 	try {
-		uint32_t n = phase->n_peers > GAPCTL_MAX_PEERS ? GAPCTL_MAX_PEERS : phase->n_peers;
 		thread_local std::vector<Peer> peers;
 		peers.resize(n);
 		size_t bytes = 0;
@@ -496,6 +587,7 @@ int gapctl_phase_begin(gapctl_t *handle, const struct gapctl_phase *phase, uint6
 		header.comm_size = phase->comm_size;
 		header.rank = phase->rank;
 		header.repetitions = phase->repetitions;
+		header.signature = signature;
 		*phase_id = header.phase_id;
 		const uint32_t seq = handle->seq.fetch_add(1, std::memory_order_relaxed);
 		handle->enqueue(gp::hint::max_encoded_size(n), [&](std::span<uint8_t> buf) {
@@ -513,10 +605,13 @@ int gapctl_phase_end(gapctl_t *handle, uint64_t phase_id, uint64_t duration_ns)
 {
 	if (!valid_handle(handle))
 		return handle ? -ECHILD : -EINVAL;
-	if (phase_id == 0) {
+	if (phase_id == 0 || phase_id == GAPCTL_PHASE_QUIET) {
 		handle->rejected.fetch_add(1, std::memory_order_relaxed);
 		return -EINVAL;
 	}
+	if (phase_id & GAPCTL_PHASE_QUIET)
+		return 0; // its BEGIN was never sent
+
 	try {
 		gp::hint::Header header;
 		header.event = gp::hint::Event::End;
@@ -555,11 +650,11 @@ int gapctl_flush(gapctl_t *handle, int timeout_ms)
 
 int gapctl_get_stats(gapctl_t *handle, struct gapctl_stats *stats)
 {
-	if (!handle || !stats || stats->struct_size < sizeof(gapctl_stats))
+	if (!handle || !stats || stats->struct_size < offsetof(gapctl_stats, hints_quiet))
 		return -EINVAL;
 	if (!handle->threaded()) {
 		std::lock_guard guard(handle->lock);
-		handle->carrier_errors.fetch_add(handle->carrier.drain_errors(handle->last_error));
+		handle->drain_replies();
 	}
 	stats->carrier = handle->carrier_kind.load();
 	stats->hints_queued = handle->queued.load();
@@ -567,6 +662,8 @@ int gapctl_get_stats(gapctl_t *handle, struct gapctl_stats *stats)
 	stats->hints_dropped = handle->dropped.load();
 	stats->hints_rejected = handle->rejected.load();
 	stats->carrier_errors = handle->carrier_errors.load();
+	if (stats->struct_size >= offsetof(gapctl_stats, hints_quiet) + sizeof(stats->hints_quiet))
+		stats->hints_quiet = handle->quieted.load();
 	return 0;
 }
 

@@ -27,7 +27,7 @@ constexpr std::array<const char *, GAPPACE_HINT_ALGORITHM_MAX + 1> kAlgorithmNam
 constexpr size_t kAttrU32 = 8, kAttrU64 = 12, kAttrV6 = 20, kAttrNest = 4;
 constexpr size_t kPeerMax = kAttrNest + 2 * kAttrV6 + 2 * 8 /* be16 */ + kAttrU32;
 constexpr size_t kHeaderMax = MNL_NLMSG_HDRLEN + MNL_ALIGN(sizeof(genlmsghdr)) + kAttrNest +
-			      6 * kAttrU32 + 4 * kAttrU64 + 3 * kAttrU32 /* sender stamp */;
+			      7 * kAttrU32 + 4 * kAttrU64 + 3 * kAttrU32 /* sender stamp */;
 
 void put_address(nlmsghdr *nlh, uint16_t v4_type, uint16_t v6_type, const Endpoint &endpoint)
 {
@@ -145,6 +145,8 @@ size_t encode(std::span<uint8_t> buf, uint16_t family_id, uint32_t seq, const He
 			mnl_attr_put_u32(nlh, GAPPACE_A_HINT_RANK, static_cast<uint32_t>(h.rank));
 		if (h.repetitions)
 			mnl_attr_put_u32(nlh, GAPPACE_A_HINT_REPETITIONS, h.repetitions);
+		if (h.signature)
+			mnl_attr_put_u64(nlh, GAPPACE_A_HINT_SIGNATURE, h.signature);
 	} else if (h.duration_ns) {
 		mnl_attr_put_u64(nlh, GAPPACE_A_HINT_DURATION_NS, h.duration_ns);
 	}
@@ -199,6 +201,7 @@ Expected<Hint> decode(const nlmsghdr *nlh, SenderStamp stamp)
 	const nlattr *pid = f.get(GAPPACE_A_HINT_SENDER_PID, MNL_TYPE_U32, "SENDER_PID");
 	const nlattr *uid = f.get(GAPPACE_A_HINT_SENDER_UID, MNL_TYPE_U32, "SENDER_UID");
 	const nlattr *netns = f.get(GAPPACE_A_HINT_SENDER_NETNS, MNL_TYPE_U32, "SENDER_NETNS");
+	const nlattr *signature = f.get(GAPPACE_A_HINT_SIGNATURE, MNL_TYPE_U64, "SIGNATURE");
 	if (f.failure)
 		return *f.failure;
 
@@ -244,6 +247,8 @@ Expected<Hint> decode(const nlmsghdr *nlh, SenderStamp stamp)
 		h.repetitions = mnl_attr_get_u32(repetitions);
 	if (duration)
 		h.duration_ns = mnl_attr_get_u64(duration);
+	if (signature)
+		h.signature = mnl_attr_get_u64(signature);
 
 	const bool stamped = pid || uid || netns;
 	if (stamp == SenderStamp::Forbidden && stamped)
@@ -282,6 +287,46 @@ Expected<Hint> decode(const nlmsghdr *nlh, SenderStamp stamp)
 	if (walk.failure)
 		return *walk.failure;
 	return hint;
+}
+
+size_t encode_advice(std::span<uint8_t> buf, uint32_t seq, const Advice &advice)
+{
+	nlmsghdr *nlh = mnl_nlmsg_put_header(buf.data());
+	nlh->nlmsg_type = 0; // the socket carrier has no family id
+	nlh->nlmsg_seq = seq;
+	auto *genl = static_cast<genlmsghdr *>(mnl_nlmsg_put_extra_header(nlh, sizeof(genlmsghdr)));
+	genl->cmd = GAPPACE_CMD_HINT_ADVICE;
+	genl->version = GAPPACE_GENL_VERSION;
+	nlattr *nest = mnl_attr_nest_start(nlh, GAPPACE_A_ADVICE);
+	mnl_attr_put_u64(nlh, GAPPACE_A_ADVICE_SIGNATURE, advice.signature);
+	mnl_attr_put_u32(nlh, GAPPACE_A_ADVICE_QUIET_MS, advice.quiet_ms);
+	mnl_attr_nest_end(nlh, nest);
+	return nlh->nlmsg_len;
+}
+
+Expected<Advice> decode_advice(const nlmsghdr *nlh)
+{
+	if (mnl_nlmsg_get_payload_len(nlh) < sizeof(genlmsghdr))
+		return invalid(EINVAL, "message too short for a generic netlink header");
+	const auto *genl = static_cast<const genlmsghdr *>(mnl_nlmsg_get_payload(nlh));
+	if (genl->cmd != GAPPACE_CMD_HINT_ADVICE)
+		return invalid(EOPNOTSUPP, "command " + std::to_string(genl->cmd) + " is not GAPPACE_CMD_HINT_ADVICE");
+	if (mnl_attr_parse(nlh, sizeof(genlmsghdr), [](const nlattr *, void *) { return MNL_CB_OK; }, nullptr) < 0)
+		return invalid(EINVAL, "malformed attributes");
+	const nlattr *nest = AttrIndex::of_message(nlh, sizeof(genlmsghdr), GAPPACE_A_MAX)[GAPPACE_A_ADVICE];
+	if (!nest)
+		return invalid(EINVAL, "missing the ADVICE attribute");
+	if (mnl_attr_validate(nest, MNL_TYPE_NESTED) < 0 ||
+	    mnl_attr_parse_nested(nest, [](const nlattr *, void *) { return MNL_CB_OK; }, nullptr) < 0)
+		return invalid(EINVAL, "malformed attributes in ADVICE");
+	Fields f{AttrIndex::of_nest(nest, GAPPACE_A_ADVICE_MAX), std::nullopt};
+	const nlattr *signature = f.get(GAPPACE_A_ADVICE_SIGNATURE, MNL_TYPE_U64, "SIGNATURE");
+	const nlattr *quiet = f.get(GAPPACE_A_ADVICE_QUIET_MS, MNL_TYPE_U32, "QUIET_MS");
+	if (f.failure)
+		return *f.failure;
+	if (!signature || !quiet)
+		return invalid(EINVAL, "ADVICE needs SIGNATURE and QUIET_MS");
+	return Advice{mnl_attr_get_u64(signature), mnl_attr_get_u32(quiet)};
 }
 
 const char *kind_name(uint32_t kind) { return kind < kKindNames.size() ? kKindNames[kind] : nullptr; }

@@ -53,6 +53,7 @@ struct Header {
 	int32_t rank = -1;		// -1: not sent
 	uint32_t repetitions = 0;
 	uint64_t duration_ns = 0;	// END only; 0: not sent
+	uint64_t signature = 0;		// BEGIN only; 0: not sent (see Advice)
 	bool operator==(const Header &) const = default;
 };
 
@@ -83,6 +84,19 @@ enum class SenderStamp { Forbidden, Required };
 // in the message is an error (what arrives on the daemon's socket, which then fills in
 // Hint::sender from SO_PEERCRED); Required: it must be there (what arrives from the kernel). EINVAL/ERANGE with a message naming the field.
 Expected<Hint> decode(const nlmsghdr *nlh, SenderStamp stamp);
+
+// gappaced's answer on the hints socket (GAPPACE_CMD_HINT_ADVICE): BEGIN hints whose
+// signature is `signature` change nothing for the next `quiet_ms`, so the sender may skip them.
+struct Advice {
+	uint64_t signature = 0;
+	uint32_t quiet_ms = 0;
+	bool operator==(const Advice &) const = default;
+};
+inline constexpr size_t kAdviceMaxSize = 64;
+
+size_t encode_advice(std::span<uint8_t> buf, uint32_t seq, const Advice &advice);
+// EOPNOTSUPP for another command (a sender ignores what it does not know), EINVAL otherwise.
+Expected<Advice> decode_advice(const nlmsghdr *nlh);
 
 // "alltoall", "p2p_burst", ...; nullptr for unknown values.
 const char *kind_name(uint32_t kind);

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdlib>
 #include <ctime>
@@ -76,6 +77,19 @@ public:
 		return gp::hint::decode(nlh, gp::hint::SenderStamp::Forbidden);
 	}
 	void close_listener() { listener_.reset(); }
+	// What gappaced answers to an inert phase (GAPPACE_CMD_HINT_ADVICE).
+	bool advise(uint64_t signature, uint32_t quiet_ms)
+	{
+		std::vector<uint8_t> buf(gp::hint::kAdviceMaxSize);
+		const size_t len = gp::hint::encode_advice(buf, 0, gp::hint::Advice{signature, quiet_ms});
+		return ::send(client_.get(), buf.data(), len, MSG_NOSIGNAL) == static_cast<ssize_t>(len);
+	}
+	// True if no hint arrives within `ms`.
+	bool silent_for(int ms)
+	{
+		pollfd p{client_.get(), POLLIN, 0};
+		return ::poll(&p, 1, ms) == 0;
+	}
 
 private:
 	std::string dir_, path_;
@@ -251,6 +265,81 @@ TEST(Library, ConcurrentCallersLoseAndDuplicateNothing)
 	EXPECT_EQ(stats.hints_queued, 240u);
 	EXPECT_EQ(stats.hints_sent, 240u);
 	EXPECT_EQ(stats.hints_dropped, 0u);
+	gapctl_close(handle);
+}
+
+// The daemon's advice that a phase changes nothing silences alike phases (and only those)
+// for the time it names; then they are sent again, so the daemon still sees one per period.
+TEST_P(Library, QuietAdviceSkipsAlikePhasesForItsTime)
+{
+	FakeDaemon daemon;
+	gapctl_t *handle = nullptr;
+	ASSERT_EQ(gapctl_open(&handle, GAPCTL_OPEN_NO_KERNEL | GetParam()), 0);
+	ASSERT_TRUE(daemon.accept_client());
+	for (int i = 0; i < 200 && stats_of(handle).carrier != GAPCTL_CARRIER_SOCKET; ++i)
+		usleep(5000);
+	ASSERT_EQ(stats_of(handle).carrier, static_cast<uint32_t>(GAPCTL_CARRIER_SOCKET));
+	std::vector<gapctl_peer> peers = {v4_peer("10.0.0.2", 1), v4_peer("10.0.0.3", 2)};
+	auto small = alltoall(peers, 1024);
+	uint64_t id = 0;
+	ASSERT_EQ(gapctl_phase_begin(handle, &small, &id), 0);
+	ASSERT_EQ(gapctl_phase_end(handle, id, 100), 0);
+	auto begin = daemon.next();
+	ASSERT_TRUE(begin) << begin.error().message;
+	ASSERT_NE(begin->header.signature, 0u) << "a BEGIN on the socket carries its signature";
+	ASSERT_TRUE(daemon.next()); // its END
+	constexpr uint32_t kQuietMs = 300;
+	ASSERT_TRUE(daemon.advise(begin->header.signature, kQuietMs));
+	const auto advised = std::chrono::steady_clock::now();
+
+	// Without a thread the advice is read after the next send; with one, as it arrives.
+	int sent_before_quiet = 0;
+	for (; sent_before_quiet < 50; ++sent_before_quiet) {
+		ASSERT_EQ(gapctl_phase_begin(handle, &small, &id), 0);
+		ASSERT_EQ(gapctl_phase_end(handle, id, 100), 0);
+		if (id & GAPCTL_PHASE_QUIET)
+			break;
+		ASSERT_TRUE(daemon.next()) << "a phase that was not quiet is sent";
+		ASSERT_TRUE(daemon.next());
+		usleep(2000);
+	}
+	ASSERT_TRUE(id & GAPCTL_PHASE_QUIET) << "the advice never took effect";
+	for (int i = 0; i < 10; ++i) {
+		ASSERT_EQ(gapctl_phase_begin(handle, &small, &id), 0);
+		EXPECT_TRUE(id & GAPCTL_PHASE_QUIET);
+		EXPECT_EQ(gapctl_phase_end(handle, id, 100), 0);
+	}
+	auto other = alltoall(peers, 4096); // another size: another signature, still sent
+	uint64_t other_id = 0;
+	ASSERT_EQ(gapctl_phase_begin(handle, &other, &other_id), 0);
+	EXPECT_FALSE(other_id & GAPCTL_PHASE_QUIET);
+	ASSERT_EQ(gapctl_flush(handle, 1000), 0);
+	auto next = daemon.next();
+	ASSERT_TRUE(next) << next.error().message;
+	EXPECT_EQ(next->header.bytes_per_peer, 4096u) << "nothing of the quiet phases reached the daemon";
+	EXPECT_TRUE(daemon.silent_for(50));
+	EXPECT_EQ(stats_of(handle).hints_quiet, 11u);
+
+	// The advice ends: the phase is sent again.
+	const auto elapsed = std::chrono::steady_clock::now() - advised;
+	const auto left = std::chrono::milliseconds(kQuietMs + 50) - elapsed;
+	if (left.count() > 0)
+		std::this_thread::sleep_for(left);
+	ASSERT_EQ(gapctl_phase_begin(handle, &small, &id), 0);
+	EXPECT_FALSE(id & GAPCTL_PHASE_QUIET);
+	auto again = daemon.next();
+	ASSERT_TRUE(again) << again.error().message;
+	EXPECT_EQ(again->header.bytes_per_peer, 1024u);
+
+	// Older callers' smaller stats struct still works, without the appended field.
+	gapctl_stats old{};
+	old.struct_size = offsetof(gapctl_stats, hints_quiet);
+	old.hints_quiet = 12345;
+	EXPECT_EQ(gapctl_get_stats(handle, &old), 0);
+	EXPECT_EQ(old.hints_quiet, 12345u);
+	old.struct_size = offsetof(gapctl_stats, hints_quiet) - 1;
+	EXPECT_EQ(gapctl_get_stats(handle, &old), -EINVAL);
+	(void)sent_before_quiet;
 	gapctl_close(handle);
 }
 

@@ -70,6 +70,7 @@ TEST(HintCodec, BeginRoundTripsEveryField)
 	h.comm_size = 16;
 	h.rank = 3;
 	h.repetitions = 100;
+	h.signature = 0xfeedfacecafebeefULL;
 	std::vector<Peer> peers = {address_peer("10.0.0.2", 1), address_peer("fd00::2", -1),
 				   tuple_peer("10.0.0.1:40000", "10.0.0.3:5001"),
 				   tuple_peer("[fd00::1]:40001", "[fd00::3]:5002")};
@@ -95,6 +96,35 @@ TEST(HintCodec, EndCarriesDurationOnly)
 	EXPECT_EQ(hint->header.phase_id, 42u);
 	EXPECT_EQ(hint->header.duration_ns, 123456789u);
 	EXPECT_EQ(hint->header.kind, 0u);
+}
+
+TEST(HintCodec, AdviceRoundTripsAndRejectsWhatIsNotAdvice)
+{
+	std::vector<uint8_t> buf(kAdviceMaxSize);
+	buf.resize(encode_advice(buf, 9, Advice{0x0123456789abcdefULL, 1500}));
+	auto advice = decode_advice(msg(buf));
+	ASSERT_TRUE(advice) << advice.error().message;
+	EXPECT_EQ(*advice, (Advice{0x0123456789abcdefULL, 1500}));
+
+	// A hint is not advice, and advice is not a hint.
+	Header h;
+	h.kind = GAPPACE_HINT_KIND_BCAST;
+	auto not_advice = decode_advice(msg(encoded(h, {})));
+	ASSERT_FALSE(not_advice);
+	EXPECT_EQ(not_advice.error().err, EOPNOTSUPP);
+	EXPECT_FALSE(decode(msg(buf), SenderStamp::Forbidden));
+
+	// Advice without its quiet time is refused.
+	std::vector<uint8_t> raw(256);
+	nlmsghdr *nlh = mnl_nlmsg_put_header(raw.data());
+	auto *genl = static_cast<genlmsghdr *>(mnl_nlmsg_put_extra_header(nlh, sizeof(genlmsghdr)));
+	genl->cmd = GAPPACE_CMD_HINT_ADVICE;
+	nlattr *nest = mnl_attr_nest_start(nlh, GAPPACE_A_ADVICE);
+	mnl_attr_put_u64(nlh, GAPPACE_A_ADVICE_SIGNATURE, 5);
+	mnl_attr_nest_end(nlh, nest);
+	auto incomplete = decode_advice(nlh);
+	ASSERT_FALSE(incomplete);
+	EXPECT_EQ(incomplete.error().err, EINVAL);
 }
 
 TEST(HintCodec, EncodedSizeStaysWithinTheBound)

@@ -182,6 +182,28 @@ kill -HUP "$DAEMON_PID"; sleep 0.3
 check "SIGHUP with a bad config: counted, still running" bash -c "[[ \$($GAPCTL -j daemon show | jq .counters.config_errors) -eq 1 ]]"
 cp "$TMP/good.toml" "$TMP/gappaced.toml"
 
+# ---- quiet advice: with the RTO remedy off, a phase whose burst fits the queue changes
+# nothing, so the daemon tells the client to skip alike phases for `quiet`; others still go
+sed -e 's/^floor = "5ms"$/floor = "5ms"\n[remedies]\nrto = false/' -e 's/^phase_timeout = "30s"$/&\nquiet = "2s"/' \
+	"$TMP/good.toml" >"$TMP/gappaced.toml"
+kill -HUP "$DAEMON_PID"; sleep 0.3
+advice_before=$(counter advice_sent); received_before=$(counter hints_received)
+phase=$(say begin alltoall 1000 10.213.0.2 | awk '/^phase/{print $2}')
+say end "$phase" >/dev/null
+sleep 0.3
+check "an inert phase brings advice ($(counter advice_sent) sent)" test "$(counter advice_sent)" -eq $((advice_before + 1))
+received_before=$(counter hints_received)
+quiet=$(say begin alltoall 1000 10.213.0.2 | awk '/^phase/{print $2}')
+say end "$quiet" >/dev/null
+check "the alike phase is quiet: its id has bit 63 ($quiet)" python3 -c "import sys; sys.exit(0 if int('$quiet') >> 63 else 1)"
+check "the client counts it: $(say stats)" bash -c "[[ '$(say stats)' == *'\"hints_quiet\":1}'* ]]"
+phase=$(say begin alltoall 1048576 10.213.0.2 | awk '/^phase/{print $2}')
+say end "$phase" >/dev/null
+sleep 0.3
+check "a phase that needs pacing is still sent (only it reached the daemon)" \
+	test "$(counter hints_received)" -eq $((received_before + 2))
+cp "$TMP/good.toml" "$TMP/gappaced.toml"; kill -HUP "$DAEMON_PID"; sleep 0.3
+
 # ---- the daemon killed mid-phase: the next one restores from the state file
 phase=$(say begin alltoall 1048576 10.213.0.2 | awk '/^phase/{print $2}')
 sleep 0.3

@@ -120,6 +120,12 @@ enum gappace_cmd {
 	 * EOPNOTSUPP from kernels that cannot keep unprivileged processes out
 	 * of the group (no GENL_MCAST_CAP_NET_ADMIN): use the Unix socket. */
 	GAPPACE_CMD_HINT,
+	/* Advice from gappaced to a hint sender, over the hints socket only
+	 * (never sent or accepted by the kernel): {ADVICE{SIGNATURE,
+	 * QUIET_MS}}: BEGIN hints whose HINT_SIGNATURE is SIGNATURE need not be
+	 * sent for QUIET_MS, because the daemon would change nothing for them
+	 * (every bottleneck's burst fits its queue). The sender may still send. */
+	GAPPACE_CMD_HINT_ADVICE,
 	__GAPPACE_CMD_MAX
 };
 #define GAPPACE_CMD_MAX (__GAPPACE_CMD_MAX - 1)
@@ -132,6 +138,7 @@ enum gappace_a {
 	GAPPACE_A_QDISC,	/* nest, enum gappace_a_qdisc */
 	GAPPACE_A_RTO,		/* nest, enum gappace_a_rto */
 	GAPPACE_A_HINT,		/* nest, enum gappace_a_hint */
+	GAPPACE_A_ADVICE,	/* nest, enum gappace_a_advice */
 	__GAPPACE_A_MAX
 };
 #define GAPPACE_A_MAX (__GAPPACE_A_MAX - 1)
@@ -292,6 +299,8 @@ enum gappace_a_hint {
 	GAPPACE_A_HINT_SENDER_PID,	/* u32, stamped: thread-group id of the sender */
 	GAPPACE_A_HINT_SENDER_UID,	/* u32, stamped: effective uid in the initial user namespace (what SO_PEERCRED gives the socket carrier) */
 	GAPPACE_A_HINT_SENDER_NETNS,	/* u32, stamped: inode number of the sender's netns */
+	GAPPACE_A_HINT_SIGNATURE,	/* u64 (BEGIN): the sender's digest of the phase's
+					 * description (kind ... peers), echoed in advice */
 	__GAPPACE_A_HINT_MAX
 };
 #define GAPPACE_A_HINT_MAX (__GAPPACE_A_HINT_MAX - 1)
@@ -314,5 +323,15 @@ enum gappace_a_peer {
 	__GAPPACE_A_PEER_MAX
 };
 #define GAPPACE_A_PEER_MAX (__GAPPACE_A_PEER_MAX - 1)
+
+/* Advice of gappaced to a hint sender (GAPPACE_CMD_HINT_ADVICE). */
+enum gappace_a_advice {
+	GAPPACE_A_ADVICE_UNSPEC,
+	GAPPACE_A_ADVICE_PAD,
+	GAPPACE_A_ADVICE_SIGNATURE,	/* u64: the HINT_SIGNATURE it is about */
+	GAPPACE_A_ADVICE_QUIET_MS,	/* u32: how long such phases need no hints */
+	__GAPPACE_A_ADVICE_MAX
+};
+#define GAPPACE_A_ADVICE_MAX (__GAPPACE_A_ADVICE_MAX - 1)
 
 #endif /* _UAPI_LINUX_GAPPACE_H */

@@ -48,7 +48,7 @@ public:
 		const toml::node *node = table.get(key);
 		if (!node)
 			return std::nullopt;
-		auto value = node->value<T>();
+		auto value = node->value_exact<T>(); // 1 is not true, 2.0 is not 2
 		if (!value)
 			fail(node->source(), section + "." + key, std::string("must be ") + type_name);
 		return value;
@@ -208,7 +208,7 @@ Expected<Config> parse_config(const std::string &text, const std::string &source
 	}
 
 	if (const toml::table *t = section(check, root, "planner")) {
-		check.only_keys(*t, "planner", {"model", "parameters", "queue_share"});
+		check.only_keys(*t, "planner", {"model", "parameters", "queue_share", "learn"});
 		if (auto v = check.get<std::string>(*t, "planner", "model", "a string")) {
 			if (*v == "models" || *v == "default")
 				config.planner = *v;
@@ -228,6 +228,8 @@ Expected<Config> parse_config(const std::string &text, const std::string &source
 			else
 				config.queue_share = *v;
 		}
+		if (auto v = check.get<bool>(*t, "planner", "learn", "true or false"))
+			config.learn_plans = *v;
 	}
 
 	auto array_of_tables = [&](const char *name) -> const toml::array * {

@@ -72,6 +72,8 @@ struct Config {
 	// Share of the switch queue the models may plan to fill: the rest absorbs what they do not
 	// see (ACKs, other traffic, pacing jitter, senders starting at different times).
 	double queue_share = 0.5;
+	// Let measured phase times override the models' choice of plan (models/plan_learner.hpp).
+	bool learn_plans = true;
 
 	std::vector<LinkOverride> links;
 	std::vector<Bottleneck> bottlenecks;

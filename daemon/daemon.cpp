@@ -579,8 +579,14 @@ void Daemon::end_phase(uint64_t pid, uint64_t phase_id, uint64_t duration_ns, co
 	PhaseRecord record = std::move(phase.record);
 	record.ended = why;
 	record.header.duration_ns = duration_ns;
-	if (std::strcmp(why, "end") == 0 && duration_ns)
-		planner_->observe(record.header, record.predicted_us, duration_ns);
+	if (std::strcmp(why, "end") == 0 && duration_ns) {
+		// What the phase really ran with: a plan that found no socket to change ran as nothing.
+		Plan applied;
+		if (record.paced)
+			applied.rate_bps = record.rate_bps;
+		applied.rto_min_us = record.rto ? record.rto_min_us : 0;
+		planner_->observe(record.header, record.predicted_us, duration_ns, applied);
+	}
 	record.errors.insert(record.errors.end(), errors.begin(), errors.end());
 	if (std::strcmp(why, "end") == 0)
 		++counters_.phases_ended;

@@ -3,12 +3,14 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <set>
 #include <string>
 
 #include "decision.hpp"
+#include "plan_learner.hpp"
 #include "latency_fluctuation.hpp"
 #include "units.hpp"
 
@@ -124,6 +126,14 @@ bool prefix_contains(const Prefix &prefix, const Endpoint &address)
 	return (prefix.address[full] & mask) == (address.address[full] & mask);
 }
 
+models::PlanKind plan_kind(const Plan &plan)
+{
+	const bool paced = std::any_of(plan.rate_bps.begin(), plan.rate_bps.end(), [](uint64_t r) { return r > 0; });
+	const bool floored = plan.rto_min_us > 0;
+	return paced ? (floored ? models::PlanKind::Both : models::PlanKind::Pace)
+		     : (floored ? models::PlanKind::Rto : models::PlanKind::Nothing);
+}
+
 Plan DefaultPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> peers, const Config &config) const
 {
 	Plan plan;
@@ -186,15 +196,20 @@ models::CalibrationKey key_of(const hint::Header &phase)
 
 Expected<std::unique_ptr<ModelPlanner>> ModelPlanner::create(const Config &config)
 {
-	if (config.parameters_file.empty())
-		return std::unique_ptr<ModelPlanner>(new ModelPlanner(std::nullopt, std::nullopt));
+	if (config.parameters_file.empty()) {
+		auto planner = std::unique_ptr<ModelPlanner>(new ModelPlanner(std::nullopt, std::nullopt));
+		planner->learn_ = config.learn_plans;
+		return planner;
+	}
 	auto params = models::load_params(config.parameters_file);
 	if (!params)
 		return params.error();
 	auto table = models::plogp_table(*params);
 	if (!table)
 		return make_error(table.error().err, config.parameters_file + ": " + table.error().message);
-	return std::unique_ptr<ModelPlanner>(new ModelPlanner(std::move(*params), std::move(*table)));
+	auto planner = std::unique_ptr<ModelPlanner>(new ModelPlanner(std::move(*params), std::move(*table)));
+	planner->learn_ = config.learn_plans;
+	return planner;
 }
 
 models::PlogpTable ModelPlanner::table_for(const Bottleneck &b) const
@@ -224,6 +239,11 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 	std::string reason;
 	double predicted_us = 0;
 	bool all_fit_unpaced = true;
+	struct Decided {
+		Crossing crossing;
+		models::Decision decision;
+	};
+	std::vector<Decided> decided;
 	for (Crossing &c : crossings(phase, peers, config)) {
 		const Bottleneck &b = *c.bottleneck;
 		// Rooted collectives have one sender per step into any link (the root, or a tree's
@@ -255,19 +275,59 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 		bounds.rto_min_us = config.rto_min_us;
 		bounds.rto_max_us = config.rto_max_us;
 		const models::Decision d = models::decide(shape, link, table_for(b), rto, bounds);
-		const models::PlanPrediction &chosen = d.chosen();
 		all_fit_unpaced = all_fit_unpaced && !d.prediction(models::PlanKind::Nothing).loss_expected &&
 				  d.best == models::PlanKind::Nothing;
-		if (chosen.rate_bps > 0) {
+		decided.push_back(Decided{std::move(c), d});
+	}
+
+	// The models' choice for the whole phase: what any bottleneck's choice changes. Each plan's
+	// phase time is the slowest bottleneck's under it.
+	bool model_paces = false, model_floors = false;
+	std::array<models::PlanCandidate, 4> candidates{};
+	for (auto kind : {models::PlanKind::Nothing, models::PlanKind::Rto, models::PlanKind::Pace, models::PlanKind::Both})
+		candidates[static_cast<size_t>(kind)].allowed = true;
+	for (const Decided &x : decided) {
+		model_paces = model_paces || x.decision.chosen().rate_bps > 0;
+		model_floors = model_floors || x.decision.best == models::PlanKind::Rto ||
+			       x.decision.best == models::PlanKind::Both;
+		for (size_t i = 0; i < candidates.size(); ++i) {
+			const models::PlanPrediction &p = x.decision.plans[i];
+			candidates[i].allowed = candidates[i].allowed && p.allowed;
+			candidates[i].predicted_us = std::max(candidates[i].predicted_us, p.time_us);
+		}
+	}
+	const models::PlanKind model_kind = model_paces ? (model_floors ? models::PlanKind::Both : models::PlanKind::Pace)
+							: (model_floors ? models::PlanKind::Rto : models::PlanKind::Nothing);
+	models::PlanChoice choice{model_kind, models::ChoiceReason::Model};
+	if (learn_ && !decided.empty())
+		choice = learner_.choose(key_of(phase), model_kind, candidates);
+
+	for (const Decided &x : decided) {
+		const Bottleneck &b = *x.crossing.bottleneck;
+		const models::Decision &d = x.decision;
+		// The models' own choice per bottleneck, unless the learner overrides the phase's.
+		const models::PlanKind kind = choice.why == models::ChoiceReason::Model ? d.best : choice.plan;
+		const models::PlanPrediction &chosen = d.prediction(kind);
+		if ((kind == models::PlanKind::Pace || kind == models::PlanKind::Both) && chosen.rate_bps > 0) {
 			const auto rate = static_cast<uint64_t>(chosen.rate_bps);
-			for (size_t i : c.peers)
+			for (size_t i : x.crossing.peers)
 				plan.rate_bps[i] = plan.rate_bps[i] ? std::min(plan.rate_bps[i], rate) : rate;
 		}
-		if (d.best == models::PlanKind::Rto || d.best == models::PlanKind::Both)
+		if (kind == models::PlanKind::Rto || kind == models::PlanKind::Both)
 			plan.rto_min_us = std::max(plan.rto_min_us, static_cast<uint32_t>(std::lround(chosen.rto_us)));
 		predicted_us = std::max(predicted_us, chosen.time_us);
-		reason += b.name + ": k=" + std::to_string(c.senders) + " f=" + std::to_string(c.fanout) + ", " +
-			  d.explanation + "; ";
+		reason += b.name + ": k=" + std::to_string(x.crossing.senders) + " f=" + std::to_string(x.crossing.fanout) +
+			  ", " + d.explanation + "; ";
+	}
+	if (choice.why != models::ChoiceReason::Model) {
+		const auto outcomes = learner_.outcomes(key_of(phase));
+		auto mean = [&](models::PlanKind k) {
+			const models::PlanOutcome &o = (*outcomes)[static_cast<size_t>(k)];
+			return o.samples ? models::format_time(o.mean_us) : std::string("unmeasured");
+		};
+		reason += std::string(models::choice_reason_name(choice.why)) + ": " + models::plan_name(choice.plan) +
+			  " (measured " + mean(choice.plan) + ") instead of " + models::plan_name(model_kind) +
+			  " (measured " + mean(model_kind) + "); ";
 	}
 	if (reason.empty())
 		reason = "no bottleneck crossed: nothing";
@@ -278,12 +338,15 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 	return plan;
 }
 
-void ModelPlanner::observe(const hint::Header &phase, double predicted_us, uint64_t duration_ns)
+void ModelPlanner::observe(const hint::Header &phase, double predicted_us, uint64_t duration_ns, const Plan &applied)
 {
 	if (predicted_us <= 0 || duration_ns == 0)
 		return;
-	if (calibration_.record(key_of(phase), predicted_us, static_cast<double>(duration_ns) / 1000.0))
+	const double measured_us = static_cast<double>(duration_ns) / 1000.0;
+	if (calibration_.record(key_of(phase), predicted_us, measured_us))
 		++observed_;
+	if (learn_)
+		learner_.record(key_of(phase), plan_kind(applied), measured_us);
 }
 
 void ModelPlanner::describe(JsonWriter &j) const
@@ -301,6 +364,22 @@ void ModelPlanner::describe(JsonWriter &j) const
 		j.field("ratio", s.ratio_ewma).field("correction", s.correction);
 		j.field("mean_abs_error_us", s.mean_abs_error_us);
 		j.field("mean_abs_error_corrected_us", s.mean_abs_error_corrected_us);
+		j.end_object();
+	});
+	j.end_array();
+	j.field("learn", learn_);
+	j.key("measured_plans").begin_array();
+	learner_.for_each([&](const models::CalibrationKey &key, const std::array<models::PlanOutcome, 4> &outcomes) {
+		j.begin_object();
+		j.field("kind", hint::kind_name(key.kind) ? hint::kind_name(key.kind) : "?");
+		j.field("size_class", static_cast<int64_t>(key.size_class));
+		j.field("processes", key.processes);
+		for (auto kind : {models::PlanKind::Nothing, models::PlanKind::Rto, models::PlanKind::Pace, models::PlanKind::Both}) {
+			const models::PlanOutcome &o = outcomes[static_cast<size_t>(kind)];
+			j.key(models::plan_name(kind)).begin_object();
+			j.field("samples", o.samples).field("mean_us", o.mean_us);
+			j.end_object();
+		}
 		j.end_object();
 	});
 	j.end_array();

@@ -23,6 +23,8 @@
 #include <vector>
 
 #include "calibration.hpp"
+#include "decision.hpp"
+#include "plan_learner.hpp"
 #include "config.hpp"
 #include "endpoint.hpp"
 #include "hint_codec.hpp"
@@ -63,10 +65,10 @@ public:
 	virtual const char *name() const = 0;
 	virtual Plan plan(const hint::Header &phase, std::span<const PlannedPeer> peers, const Config &config) const = 0;
 	// A phase for which `plan` predicted `predicted_us` ended after `duration_ns` (the
-	// sender's measurement).
-	virtual void observe(const hint::Header &phase, double predicted_us, uint64_t duration_ns)
+	// sender's measurement), with `applied` the plan it ran with.
+	virtual void observe(const hint::Header &phase, double predicted_us, uint64_t duration_ns, const Plan &applied)
 	{
-		(void)phase, (void)predicted_us, (void)duration_ns;
+		(void)phase, (void)predicted_us, (void)duration_ns, (void)applied;
 	}
 	// The planner's own state for `gapctl daemon show` (an object's fields).
 	virtual void describe(JsonWriter &json) const { (void)json; }
@@ -90,7 +92,7 @@ public:
 	static Expected<std::unique_ptr<ModelPlanner>> create(const Config &config);
 	const char *name() const override { return "models"; }
 	Plan plan(const hint::Header &phase, std::span<const PlannedPeer> peers, const Config &config) const override;
-	void observe(const hint::Header &phase, double predicted_us, uint64_t duration_ns) override;
+	void observe(const hint::Header &phase, double predicted_us, uint64_t duration_ns, const Plan &applied) override;
 	void describe(JsonWriter &json) const override;
 
 private:
@@ -104,7 +106,14 @@ private:
 	std::optional<models::PlogpTable> table_;
 	models::Calibration calibration_;
 	uint64_t observed_ = 0;
+	bool learn_ = true;				// [planner] learn
+	// Measured phase times per plan (plan_learner.hpp). Mutable: choosing counts the phase for
+	// exploration; the daemon plans from its one thread.
+	mutable models::PlanLearner learner_;
 };
+
+// What a plan changes, in the models' terms: nothing, rto, pace or both.
+models::PlanKind plan_kind(const Plan &plan);
 
 // The planner the config names, with its parameter file loaded (errors name the file).
 Expected<std::unique_ptr<Planner>> make_planner(const Config &config);

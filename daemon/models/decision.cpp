@@ -8,7 +8,6 @@
 #include "units.hpp"
 
 namespace gp::models {
-namespace {
 
 std::string format_time(double us)
 {
@@ -21,6 +20,8 @@ std::string format_time(double us)
 		std::snprintf(buf, sizeof(buf), "%.1f us", us);
 	return buf;
 }
+
+namespace {
 
 std::string format_rate_bps(double bps)
 {

@@ -28,6 +28,7 @@ namespace gp::models {
 
 enum class PlanKind { Nothing, Pace, Rto, Both };
 const char *plan_name(PlanKind plan); // "nothing", "pace", "rto", "both"
+std::string format_time(double us);    // "2.7 ms", "850.0 us", "inf"
 
 struct PhaseShape {
 	uint32_t kind = 0;		// the hint's collective kind (GAPPACE_HINT_KIND_*), for the text only

@@ -119,22 +119,28 @@ INSTANTIATE_TEST_SUITE_P(
 		Bad{"RelativeParameters", "[planner]\nparameters = \"p.json\"", "planner.parameters: must be an absolute path"},
 		Bad{"QueueShareTooSmall", "[planner]\nqueue_share = 0.01", "planner.queue_share: must be a number in 0.05 .. 1"},
 		Bad{"QueueShareNotANumber", "[planner]\nqueue_share = \"half\"", "planner.queue_share: must be a number"},
-		Bad{"FrameOverheadTooLarge", "[pacing]\nframe_overhead = 5000", "pacing.frame_overhead: out of range"}),
+		Bad{"FrameOverheadTooLarge", "[pacing]\nframe_overhead = 5000", "pacing.frame_overhead: out of range"},
+		Bad{"LearnNotABool", "[planner]\nlearn = 1", "planner.learn: must be true or false"},
+		Bad{"QuietTooLong", "[daemon]\nquiet = \"61s\"", "daemon.quiet: out of range"}),
 	[](const auto &info) { return std::string(info.param.name); });
 
 TEST(Config, PlannerSection)
 {
 	auto c = parse_config("[planner]\nmodel = \"default\"\nparameters = \"/var/lib/gappace/p.json\"\n"
-			      "queue_share = 0.75\n[pacing]\nframe_overhead = 66",
+			      "queue_share = 0.75\nlearn = false\n[pacing]\nframe_overhead = 66\n[daemon]\nquiet = \"250ms\"",
 			      "t.toml");
 	ASSERT_TRUE(c) << c.error().message;
 	EXPECT_EQ(c->planner, "default");
 	EXPECT_EQ(c->parameters_file, "/var/lib/gappace/p.json");
 	EXPECT_DOUBLE_EQ(c->queue_share, 0.75);
 	EXPECT_EQ(c->frame_overhead, 66u);
+	EXPECT_FALSE(c->learn_plans);
+	EXPECT_EQ(c->quiet_ms, 250u);
 	auto d = parse_config("", "t.toml");
 	ASSERT_TRUE(d);
 	EXPECT_EQ(d->planner, "models") << "the models decide unless told otherwise";
+	EXPECT_TRUE(d->learn_plans);
+	EXPECT_EQ(d->quiet_ms, 1000u);
 }
 
 TEST(Config, AbstractSocketsAreAccepted)

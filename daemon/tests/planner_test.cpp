@@ -226,7 +226,7 @@ TEST(ModelPlanner, PhaseEndsCalibrateTheNextPrediction)
 	ASSERT_GT(first.predicted_us, 0);
 	EXPECT_DOUBLE_EQ(first.calibrated_us, first.predicted_us) << "no sample yet: factor 1";
 	for (int i = 0; i < 20; ++i)
-		planner->observe(phase, first.predicted_us, static_cast<uint64_t>(first.predicted_us * 1.5 * 1000));
+		planner->observe(phase, first.predicted_us, static_cast<uint64_t>(first.predicted_us * 1.5 * 1000), first);
 	Plan next = planner->plan(phase, peers, config);
 	EXPECT_NEAR(next.calibrated_us / next.predicted_us, 1.5, 1e-6);
 	JsonWriter json;
@@ -234,6 +234,40 @@ TEST(ModelPlanner, PhaseEndsCalibrateTheNextPrediction)
 	planner->describe(json);
 	json.end_object();
 	EXPECT_NE(json.str().find("\"samples\":20"), std::string::npos) << json.str();
+}
+
+// Learning the plan (models/plan_learner.hpp): where the models predict a tail loss that never
+// happens, the measured phase times of the RTO floor (explored because its predicted loss costs
+// milliseconds, not 200 ms) beat pacing's, and the floor runs; with [planner] learn = false the
+// models' choice always runs.
+TEST(ModelPlanner, MeasuredPhaseTimesOverrideTheModelsLossVerdict)
+{
+	auto peers = cluster_peers();
+	const hint::Header phase = alltoall(4096, GAPPACE_HINT_ALGORITHM_LINEAR);
+	for (bool learn : {true, false}) {
+		Config config = two_sided();
+		config.learn_plans = learn;
+		auto planner = model_planner(config);
+		Plan plan;
+		int floored_unpaced = 0;
+		for (int i = 0; i < 200; ++i) {
+			plan = planner->plan(phase, peers, config);
+			const models::PlanKind kind = plan_kind(plan);
+			if (kind == models::PlanKind::Rto)
+				++floored_unpaced;
+			// This world: pacing costs time, unpaced phases never lose a tail.
+			const double measured_us = kind == models::PlanKind::Pace || kind == models::PlanKind::Both ? 3000 : 2000;
+			planner->observe(phase, plan.predicted_us, static_cast<uint64_t>(measured_us * 1000), plan);
+		}
+		if (learn) {
+			EXPECT_EQ(plan_kind(plan), models::PlanKind::Rto) << plan.reason;
+			EXPECT_NE(plan.reason.find("measured: rto"), std::string::npos) << plan.reason;
+			EXPECT_GT(floored_unpaced, 100);
+		} else {
+			EXPECT_EQ(plan_kind(plan), models::PlanKind::Pace) << plan.reason;
+			EXPECT_EQ(floored_unpaced, 0);
+		}
+	}
 }
 
 TEST(ModelPlanner, AParameterFileThatDoesNotParseIsAnErrorNamingIt)

@@ -73,7 +73,8 @@ struct Config {
 	// see (ACKs, other traffic, pacing jitter, senders starting at different times).
 	double queue_share = 0.5;
 	// Let measured phase times override the models' choice of plan (models/plan_learner.hpp).
-	bool learn_plans = true;
+	// Off by default: on the 4+4 benchmark it helped one cell and cost another (models.md).
+	bool learn_plans = false;
 
 	std::vector<LinkOverride> links;
 	std::vector<Bottleneck> bottlenecks;

@@ -25,9 +25,17 @@ const char *choice_reason_name(ChoiceReason why)
 	return "?";
 }
 
-PlanLearner::PlanLearner(size_t max_keys, double alpha)
-	: max_keys_(std::max<size_t>(max_keys, 1)), alpha_(std::isfinite(alpha) ? std::clamp(alpha, 1e-6, 1.0) : 0.2)
+PlanLearner::PlanLearner(size_t max_keys) : max_keys_(std::max<size_t>(max_keys, 1)) {}
+
+double PlanLearner::Window::mean() const
 {
+	const size_t n = std::min<uint64_t>(samples, kWindow);
+	if (!n)
+		return 0;
+	double sum = 0;
+	for (size_t i = 0; i < n; ++i)
+		sum += us[i];
+	return sum / static_cast<double>(n);
 }
 
 PlanLearner::Entry &PlanLearner::entry(const CalibrationKey &key)
@@ -51,47 +59,68 @@ PlanChoice PlanLearner::choose(const CalibrationKey &key, PlanKind model_choice,
 {
 	Entry &e = entry(key);
 	const uint64_t phase = ++e.phases;
-	const PlanOutcome &model = e.outcomes[index(model_choice)];
-	if (model.samples < kMinSamples)
-		return {model_choice, ChoiceReason::Model};
+	// A current plan the config no longer allows (a reload) gives way to the models' choice.
+	if (!e.current || !candidates[index(*e.current)].allowed)
+		e.current = model_choice;
+	const PlanKind current = *e.current;
+	const Window &now = e.windows[index(current)];
+	if (!now.full())
+		return {current, current == model_choice ? ChoiceReason::Model : ChoiceReason::Measured};
 
-	PlanChoice current{model_choice, ChoiceReason::Model};
-	double best_mean = model.mean_us * (1.0 - kSwitchMargin);
+	// Switch to a plan whose full, fresh window beats the current one by the margin.
+	PlanKind best = current;
+	double best_mean = now.mean() * (1.0 - kSwitchMargin);
 	for (PlanKind plan : kPlans) {
-		const PlanOutcome &o = e.outcomes[index(plan)];
-		if (plan == model_choice || !candidates[index(plan)].allowed || o.samples < kMinSamples)
+		const Window &w = e.windows[index(plan)];
+		if (plan == current || !candidates[index(plan)].allowed || !w.full() || phase - w.updated > kStaleAfter)
 			continue;
-		if (o.mean_us < best_mean) {
-			best_mean = o.mean_us;
-			current = {plan, ChoiceReason::Measured};
+		if (w.mean() < best_mean) {
+			best_mean = w.mean();
+			best = plan;
 		}
 	}
+	e.current = best;
 
 	if (phase % kExploreEvery == 0) {
-		const double bound = kExploreFactor * candidates[index(current.plan)].predicted_us;
+		const double bound = kExploreFactor * candidates[index(best)].predicted_us;
 		std::optional<PlanKind> explore;
 		for (PlanKind plan : kPlans) {
 			const PlanCandidate &c = candidates[index(plan)];
-			if (plan == current.plan || !c.allowed || e.outcomes[index(plan)].samples >= kMinSamples ||
-			    !(c.predicted_us <= bound))
+			const Window &w = e.windows[index(plan)];
+			const bool known = w.full() && phase - w.updated <= kStaleAfter;
+			if (plan == best || !c.allowed || known || !(c.predicted_us <= bound))
 				continue;
 			if (!explore || c.predicted_us < candidates[index(*explore)].predicted_us)
 				explore = plan;
 		}
-		if (explore)
+		if (explore) {
+			Window &w = e.windows[index(*explore)];
+			if (w.full()) // stale: measure it afresh
+				w = Window{};
 			return {*explore, ChoiceReason::Exploring};
+		}
 	}
-	return current;
+	return {best, best == model_choice ? ChoiceReason::Model : ChoiceReason::Measured};
 }
 
 bool PlanLearner::record(const CalibrationKey &key, PlanKind plan, double measured_us)
 {
 	if (!std::isfinite(measured_us) || measured_us <= 0)
 		return false;
-	PlanOutcome &o = entry(key).outcomes[index(plan)];
-	o.mean_us = o.samples == 0 ? measured_us : o.mean_us + alpha_ * (measured_us - o.mean_us);
-	++o.samples;
+	Entry &e = entry(key);
+	Window &w = e.windows[index(plan)];
+	w.us[w.samples % kWindow] = measured_us;
+	++w.samples;
+	w.updated = e.phases;
 	return true;
+}
+
+std::array<PlanOutcome, 4> PlanLearner::outcomes_of(const Entry &e)
+{
+	std::array<PlanOutcome, 4> out{};
+	for (size_t i = 0; i < out.size(); ++i)
+		out[i] = PlanOutcome{e.windows[i].samples, e.windows[i].mean()};
+	return out;
 }
 
 std::optional<std::array<PlanOutcome, 4>> PlanLearner::outcomes(const CalibrationKey &key) const
@@ -99,7 +128,7 @@ std::optional<std::array<PlanOutcome, 4>> PlanLearner::outcomes(const Calibratio
 	auto it = entries_.find(key);
 	if (it == entries_.end())
 		return std::nullopt;
-	return it->second.outcomes;
+	return outcomes_of(it->second);
 }
 
 } // namespace gp::models

@@ -5,19 +5,18 @@
 // verdict on loss. Where the models predict a tail loss that does not happen (an MPI library
 // whose flows do not all start at once, say), every plan but pacing carries a predicted RTO, and
 // pacing is chosen although running unpaced would be faster. The learner keeps, per key (kind,
-// size class, P) and per plan, the number of phases run with it and an exponentially weighted
-// mean of their measured times, and decides:
-//   1. Until the models' choice M has kMinSamples phases measured, M runs.
-//   2. Then the plan with the lowest measured mean among those with kMinSamples phases runs,
-//      if it beats M's mean by more than kSwitchMargin; else M.
-//   3. Exploration: every kExploreEvery-th phase of the key, an allowed plan with fewer than
-//      kMinSamples phases runs instead, if its predicted time is within kExploreFactor of the
-//      current plan's. That bound keeps plans predicted to pay a stock 200 ms RTO out, and
-//      lets in the RTO floor, whose predicted loss costs a few milliseconds: the safe way to
-//      find out that the loss does not happen.
-// A measured mean includes every RTO its plan caused, so a plan whose losses are rare but
-// expensive is judged by what they cost. At most max_keys keys are kept (least recently used
-// evicted). Pure: no I/O, no clock.
+// size class, P) and per plan, the last kWindow measured phase times, and decides:
+//   1. The key's current plan starts as the models' choice and runs until it has a full window.
+//   2. Exploration: every kExploreEvery-th phase of the key, an allowed plan without a full
+//      window (or whose window is older than kStaleAfter phases of the key) runs instead, if its
+//      predicted time is within kExploreFactor of the current plan's. That bound keeps plans
+//      predicted to pay a stock 200 ms RTO out, and lets in the RTO floor, whose predicted loss
+//      costs a few milliseconds: the safe way to find out that the loss does not happen.
+//   3. The current plan changes to another with a full window only if that window's mean is
+//      below (1 - kSwitchMargin) times the current plan's.
+// Window means, not medians: a plan is judged by everything it costs, RTOs included. Windows
+// rather than running averages: a plan no longer run keeps no stale verdict beyond kStaleAfter.
+// At most max_keys keys are kept (least recently used evicted). Pure: no I/O, no clock.
 #pragma once
 
 #include <array>
@@ -31,8 +30,8 @@
 namespace gp::models {
 
 struct PlanOutcome {
-	uint64_t samples = 0;
-	double mean_us = 0;	// EWMA of the measured phase times
+	uint64_t samples = 0;	// phases measured with this plan, ever
+	double mean_us = 0;	// mean of the last kWindow of them (or of all, while fewer)
 };
 
 // One plan as the learner sees it: whether the config allows it, and the models' predicted
@@ -52,12 +51,13 @@ struct PlanChoice {
 
 class PlanLearner {
 public:
-	static constexpr uint64_t kMinSamples = 5;
+	static constexpr size_t kWindow = 16;
 	static constexpr uint64_t kExploreEvery = 8;
+	static constexpr uint64_t kStaleAfter = 1024;
 	static constexpr double kExploreFactor = 4.0;
-	static constexpr double kSwitchMargin = 0.05;
+	static constexpr double kSwitchMargin = 0.15;
 
-	explicit PlanLearner(size_t max_keys = 1024, double alpha = 0.2);
+	explicit PlanLearner(size_t max_keys = 1024);
 
 	// The plan to run for one phase of `key`, given the models' choice and every plan's
 	// candidate entry (indexed by PlanKind). Counts the phase (for exploration).
@@ -70,19 +70,27 @@ public:
 	template <class Fn> void for_each(Fn &&fn) const
 	{
 		for (const auto &[key, entry] : entries_)
-			fn(key, entry.outcomes);
+			fn(key, outcomes_of(entry));
 	}
 
 private:
+	struct Window {
+		std::array<double, kWindow> us{};
+		uint64_t samples = 0;	// ever; the window holds the last min(samples, kWindow)
+		uint64_t updated = 0;	// the key's phase count at the last sample
+		bool full() const { return samples >= kWindow; }
+		double mean() const;
+	};
 	struct Entry {
-		std::array<PlanOutcome, 4> outcomes{};
+		std::array<Window, 4> windows{};
+		std::optional<PlanKind> current;
 		uint64_t phases = 0;
 		uint64_t last_use = 0;
 	};
 	Entry &entry(const CalibrationKey &key);
+	static std::array<PlanOutcome, 4> outcomes_of(const Entry &e);
 
 	size_t max_keys_;
-	double alpha_;
 	uint64_t clock_ = 0;
 	std::map<CalibrationKey, Entry> entries_;
 };

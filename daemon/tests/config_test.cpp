@@ -127,19 +127,19 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(Config, PlannerSection)
 {
 	auto c = parse_config("[planner]\nmodel = \"default\"\nparameters = \"/var/lib/gappace/p.json\"\n"
-			      "queue_share = 0.75\nlearn = false\n[pacing]\nframe_overhead = 66\n[daemon]\nquiet = \"250ms\"",
+			      "queue_share = 0.75\nlearn = true\n[pacing]\nframe_overhead = 66\n[daemon]\nquiet = \"250ms\"",
 			      "t.toml");
 	ASSERT_TRUE(c) << c.error().message;
 	EXPECT_EQ(c->planner, "default");
 	EXPECT_EQ(c->parameters_file, "/var/lib/gappace/p.json");
 	EXPECT_DOUBLE_EQ(c->queue_share, 0.75);
 	EXPECT_EQ(c->frame_overhead, 66u);
-	EXPECT_FALSE(c->learn_plans);
+	EXPECT_TRUE(c->learn_plans);
 	EXPECT_EQ(c->quiet_ms, 250u);
 	auto d = parse_config("", "t.toml");
 	ASSERT_TRUE(d);
 	EXPECT_EQ(d->planner, "models") << "the models decide unless told otherwise";
-	EXPECT_TRUE(d->learn_plans);
+	EXPECT_FALSE(d->learn_plans) << "learning is opt-in";
 	EXPECT_EQ(d->quiet_ms, 1000u);
 }
 

@@ -80,10 +80,13 @@ ranks=$((${#hosts[@]} * per_host))
 ((have_capacity)) || job_args+=(--capacity "$((GPC_RATE_BYTES_PER_S * 8))")
 
 # A free port on h1: nothing in the cluster's hosts but our own jobs listens, but other jobs may.
+# Below the ephemeral range (32768-60999), and unused in any state: a previous run's connection
+# that still holds the port as its ephemeral one makes bind fail even with SO_REUSEADDR (seen:
+# "rendezvous listener: bind ...:32945: Address already in use").
 if [[ -z $port ]]; then
 	for _ in $(seq 20); do
-		candidate=$((20000 + RANDOM % 40000))
-		if [[ -z $(ip netns exec "${GPC_HOST_NS[0]}" ss -Htln "sport = :$candidate" 2>/dev/null) ]]; then
+		candidate=$((10000 + RANDOM % 22000))
+		if [[ -z $(ip netns exec "${GPC_HOST_NS[0]}" ss -Htan "sport = :$candidate" 2>/dev/null) ]]; then
 			port=$candidate
 			break
 		fi

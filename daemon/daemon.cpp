@@ -494,8 +494,18 @@ void Daemon::begin_phase(hint::Hint h, bool from_kernel, Clock::time_point recei
 		}
 	}
 	Plan plan = planner_->plan(r.header, planned, config_);
-	if (plan.inert && reply_fd >= 0 && r.header.signature && config_.quiet_ms && r.errors.empty())
-		advise_quiet(reply_fd, r.header.signature);
+	if (plan.inert && r.header.signature && config_.quiet_ms && r.errors.empty()) {
+		// A hint from the kernel has no way back: its sender's library keeps the daemon's
+		// socket open for advice (same pid and uid, as SO_PEERCRED gave them).
+		if (reply_fd < 0 && from_kernel)
+			for (const auto &[fd, client] : hint_clients_)
+				if (client.second.pid == r.sender.pid && client.second.uid == r.sender.uid) {
+					reply_fd = fd;
+					break;
+				}
+		if (reply_fd >= 0)
+			advise_quiet(reply_fd, r.header.signature);
+	}
 	r.plan = plan.reason;
 	r.predicted_us = plan.predicted_us;
 	r.calibrated_us = plan.calibrated_us;

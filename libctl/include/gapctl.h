@@ -148,7 +148,8 @@ GAPCTL_VISIBLE void gapctl_close(gapctl_t *handle);
  * change nothing, for a while (its `quiet` setting), such phases are not
  * sent: the call costs a hash and a table lookup, and *phase_id has
  * GAPCTL_PHASE_QUIET set (gapctl_phase_end of it sends nothing either).
- * Only the socket carrier carries this advice.
+ * The advice arrives on the daemon's socket (with the kernel carrier, the
+ * library keeps that socket open for advice only).
  */
 #define GAPCTL_PHASE_QUIET	(1ULL << 63)
 GAPCTL_VISIBLE int gapctl_phase_begin(gapctl_t *handle, const struct gapctl_phase *phase,

@@ -86,6 +86,20 @@ public:
 	}
 	uint16_t family_id() const { return family_id_; }
 
+	static gp::UniqueFd connect_daemon_socket()
+	{
+		const char *path = std::getenv("GAPPACE_HINTS_SOCK");
+		if (!path || !*path)
+			path = GAPPACE_HINTS_SOCKET;
+		auto addr = gp::make_unix_address(path); // "@name": abstract, per network namespace
+		if (!addr)
+			return {};
+		gp::UniqueFd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+		if (!fd || ::connect(fd.get(), addr->get(), addr->len) < 0)
+			return {};
+		return fd;
+	}
+
 	// Picks the kernel if the gappace family exists (unless told not to), else the socket.
 	void connect(bool allow_kernel)
 	{
@@ -100,18 +114,15 @@ public:
 					kernel_.emplace(std::move(*nl));
 					family_id_ = *id;
 					kind_ = GAPCTL_CARRIER_KERNEL;
+					// Hints go through the kernel; the daemon's advice can only come back
+					// over its socket. Without one, no advice: nothing else changes.
+					advice_ = connect_daemon_socket();
 					return;
 				}
 			}
 		}
-		const char *path = std::getenv("GAPPACE_HINTS_SOCK");
-		if (!path || !*path)
-			path = GAPPACE_HINTS_SOCKET;
-		auto addr = gp::make_unix_address(path); // "@name": abstract, per network namespace
-		if (!addr)
-			return;
-		gp::UniqueFd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-		if (!fd || ::connect(fd.get(), addr->get(), addr->len) < 0)
+		gp::UniqueFd fd = connect_daemon_socket();
+		if (!fd)
 			return;
 		socket_ = std::move(fd);
 		family_id_ = 0;
@@ -122,8 +133,15 @@ public:
 	{
 		kernel_.reset();
 		socket_.reset();
+		advice_.reset();
 		kind_ = GAPCTL_CARRIER_NONE;
 	}
+
+	// Where the daemon's advice arrives: the socket carrier itself, or, with the kernel
+	// carrier, the daemon's socket opened for advice only. -1: no advice can arrive.
+	int advice_fd() const { return kind_ == GAPCTL_CARRIER_SOCKET ? socket_.get() : advice_.get(); }
+	// The advice channel of the kernel carrier was closed by the daemon (restart, stop).
+	void drop_advice_channel() { advice_.reset(); }
 
 	// 0 on success, else a positive errno; EAGAIN means "full", anything else "broken".
 	int send(const uint8_t *bytes, size_t len)
@@ -148,24 +166,30 @@ public:
 	// the daemon's advice on the socket. Returns the number of errors.
 	template <class OnAdvice> uint64_t drain_replies(std::string &last_error, OnAdvice &&on_advice)
 	{
-		const int fd = poll_fd();
-		if (fd < 0)
+		alignas(nlmsghdr) char buf[8192];
+		// Advice we cannot read is ignored: it is only ever an offer.
+		if (const int fd = advice_fd(); fd >= 0) {
+			for (int round = 0; round < 64; ++round) {
+				ssize_t received = ::recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+				if (received <= 0)
+					break;
+				int left = static_cast<int>(received);
+				for (auto *nlh = reinterpret_cast<const nlmsghdr *>(buf); mnl_nlmsg_ok(nlh, left);
+				     nlh = mnl_nlmsg_next(nlh, &left))
+					if (auto advice = gp::hint::decode_advice(nlh))
+						on_advice(*advice);
+			}
+		}
+		if (kind_ != GAPCTL_CARRIER_KERNEL)
 			return 0;
 		uint64_t errors = 0;
-		alignas(nlmsghdr) char buf[8192];
 		for (int round = 0; round < 64; ++round) {
-			ssize_t received = ::recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+			ssize_t received = ::recv(kernel_->fd(), buf, sizeof(buf), MSG_DONTWAIT);
 			if (received <= 0)
 				break;
 			int left = static_cast<int>(received);
 			for (auto *nlh = reinterpret_cast<const nlmsghdr *>(buf); mnl_nlmsg_ok(nlh, left);
 			     nlh = mnl_nlmsg_next(nlh, &left)) {
-				if (kind_ == GAPCTL_CARRIER_SOCKET) {
-					// Advice we cannot read is ignored: it is only ever an offer.
-					if (auto advice = gp::hint::decode_advice(nlh))
-						on_advice(*advice);
-					continue;
-				}
 				if (nlh->nlmsg_type != NLMSG_ERROR)
 					continue;
 				if (auto error = gp::decode_ack(nlh)) {
@@ -181,6 +205,7 @@ private:
 	uint32_t kind_ = GAPCTL_CARRIER_NONE;
 	std::optional<gp::NetlinkSocket> kernel_;
 	gp::UniqueFd socket_;
+	gp::UniqueFd advice_;	// kernel carrier: the daemon's socket, read for advice only
 	uint16_t family_id_ = 0;
 };
 
@@ -218,6 +243,7 @@ struct gapctl {
 	};
 	std::array<QuietEntry, kQuietEntries> quiet;
 	std::atomic<bool> advised{false};	// any advice ever: callers skip the lookup until then
+	std::atomic<bool> advice_channel{false};	// advice can arrive: hints carry a signature
 
 	std::atomic<uint64_t> queued{0}, sent{0}, dropped{0}, rejected{0}, carrier_errors{0}, quieted{0};
 	std::atomic<uint32_t> carrier_kind{GAPCTL_CARRIER_NONE};
@@ -267,6 +293,7 @@ struct gapctl {
 		last_connect = now;
 		carrier.connect(!(flags & GAPCTL_OPEN_NO_KERNEL));
 		carrier_kind.store(carrier.kind(), std::memory_order_relaxed);
+		advice_channel.store(carrier.advice_fd() >= 0, std::memory_order_relaxed);
 	}
 
 	void deliver(Slot &slot)
@@ -298,6 +325,7 @@ struct gapctl {
 		if (err != EAGAIN && err != EMSGSIZE) { // broken: reconnect later
 			carrier.reset();
 			carrier_kind.store(GAPCTL_CARRIER_NONE, std::memory_order_relaxed);
+			advice_channel.store(false, std::memory_order_relaxed);
 		}
 	}
 
@@ -334,15 +362,21 @@ struct gapctl {
 			// `sleeping` (both seq_cst), so either it rings or we see its slot here.
 			sleeping.store(true, std::memory_order_seq_cst);
 			if (!published_slot() && !stop.load()) {
-				pollfd fds[2] = {{wake.get(), POLLIN, 0}, {carrier.poll_fd(), POLLIN, 0}};
+				const int advice = carrier.kind() == GAPCTL_CARRIER_KERNEL ? carrier.advice_fd() : -1;
+				pollfd fds[3] = {{wake.get(), POLLIN, 0}, {carrier.poll_fd(), POLLIN, 0}, {advice, POLLIN, 0}};
 				int timeout = carrier.kind() == GAPCTL_CARRIER_NONE ? 1000 : 5000;
-				::poll(fds, fds[1].fd >= 0 ? 2 : 1, timeout);
+				::poll(fds, advice >= 0 ? 3 : fds[1].fd >= 0 ? 2 : 1, timeout);
+				if (advice >= 0 && (fds[2].revents & (POLLHUP | POLLERR))) {
+					carrier.drop_advice_channel();
+					advice_channel.store(false, std::memory_order_relaxed);
+				}
 				// The daemon closed its end (restart, stop): POLLHUP would wake us
 				// forever. Drop the carrier; the reconnect path takes it from here.
 				if (fds[1].fd >= 0 && (fds[1].revents & (POLLHUP | POLLERR)) &&
 				    carrier.kind() == GAPCTL_CARRIER_SOCKET) {
 					carrier.reset();
 					carrier_kind.store(GAPCTL_CARRIER_NONE, std::memory_order_relaxed);
+					advice_channel.store(false, std::memory_order_relaxed);
 				}
 			}
 			sleeping.store(false, std::memory_order_relaxed);
@@ -553,10 +587,8 @@ int gapctl_phase_begin(gapctl_t *handle, const struct gapctl_phase *phase, uint6
 	    (phase->n_peers && !phase->peers))
 		return reject(-EINVAL);
 	uint32_t n = phase->n_peers > GAPCTL_MAX_PEERS ? GAPCTL_MAX_PEERS : phase->n_peers;
-	// Only the daemon's socket answers with advice: the kernel carrier needs no signature.
-	const uint64_t signature = handle->carrier_kind.load(std::memory_order_relaxed) == GAPCTL_CARRIER_SOCKET
-					   ? phase_signature(*phase, n)
-					   : 0;
+	// Only where advice can come back (the daemon's socket) does a hint need its signature.
+	const uint64_t signature = handle->advice_channel.load(std::memory_order_relaxed) ? phase_signature(*phase, n) : 0;
 	if (signature && handle->is_quiet(signature)) {
 		handle->quieted.fetch_add(1, std::memory_order_relaxed);
 		*phase_id = g_next_phase_id.fetch_add(1, std::memory_order_relaxed) | GAPCTL_PHASE_QUIET;

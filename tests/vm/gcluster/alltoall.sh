@@ -41,6 +41,8 @@ case $mode in baseline) modes=baseline ;; gappaced) modes=gappaced ;; both) mode
 command -v gp-alltoall >/dev/null || { echo "gcluster-alltoall: gp-alltoall is not in the initramfs" >&2; exit 2; }
 
 export GAPPACE_CONTROL_SOCK=@gappace-control	# gapctl daemon show, in each host's netns
+# The ranks hint through the kernel; libgapctl reads the daemon's quiet advice on its socket.
+export GAPPACE_HINTS_SOCK=@gappace-hints
 failed=0
 
 start_daemons() { # DIR

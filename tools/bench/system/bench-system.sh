@@ -6,7 +6,8 @@
 #                   [--variants LIST] [--reps N] [--rate 200mbit] [--queue 40] [--seconds S]
 #                   [--cell-timeout S] [--pattern pairwise|ring|half] [--quick] [--no-plot]
 #                   [--sndbuf BYTES|auto (default 8m)] [--planner models|default] [--publish DOC.md]
-#                   [--publish-models MODELS.md]
+#                   [--publish-models MODELS.md] [--guest-kernel KVER] [--guest-topologies 4+4]
+#                   [--guest-rate 5mbit] [--guest-queue 16] [--guest-max-size 64k] [--guest-seconds 4]
 #
 # For every topology (N+N hosts, one bottleneck of rate C with a FIFO of q packets per
 # direction), message size m and variant, it runs the TCP all-to-all (gp-alltoall) or a real
@@ -24,7 +25,14 @@
 #   gappaced      (c) one gappaced per host (stock backend) deciding from the tool's hints
 #   mpi-stock     (e) Open MPI MPI_Alltoall, stock
 #   mpi-gappaced  (e) Open MPI MPI_Alltoall with the PMPI shim and gappaced
-# The guest-kernel variant (d) runs in QEMU: tests/vm/gcluster (see Documentation/performance.md).
+#   module-stock     (d) in a QEMU guest with Debian's kernel (tests/vm/gcluster): the gappace
+#   module-gappaced      qdisc on every host without rules, then gappaced with the module
+#                        backend (gap frames, RTO overrides). TCG runs the guest 20-50x slower,
+#                        so it uses its own scaled-down link (--guest-rate, --guest-queue),
+#                        topologies (--guest-topologies), sizes up to --guest-max-size, and
+#                        iterations for about --guest-seconds of wire time; its tables are
+#                        titled "N+M (guest)". --guest-kernel KVER (default: the newest of
+#                        tests/vm/kernels.sh list).
 #
 # Every run is bounded (--cell-timeout); the clusters, daemons and ranks it starts are removed
 # on every exit path. Needs root (network namespaces). Exit 0 when every cell produced a
@@ -34,12 +42,13 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../../.." && pwd)
 CLUSTER=$ROOT/tests/cluster
 
-usage() { sed -n '4,7p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '4,9p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "bench-system: $*" >&2; exit 1; }
 
 BUILD="" OUT="" TOPOLOGIES="4+4,8+8" SIZES="1k,4k,16k,64k,256k,1m,4m"
-VARIANTS="stock,rto,pace,rto+pace,gappaced,mpi-stock,mpi-gappaced"
+VARIANTS="stock,rto,pace,rto+pace,gappaced,mpi-stock,mpi-gappaced,module-stock,module-gappaced"
 PLOT=1 PUBLISH='' PUBLISH_MODELS='' PLANNER=models SNDBUF=8m REPS=3 RATE=200mbit QUEUE=40 SECONDS_PER_RUN=2 CELL_TIMEOUT=60 PATTERN=pairwise RTO_MS=5
+GUEST_KERNEL='' GUEST_TOPOLOGIES=4+4 GUEST_RATE=5mbit GUEST_QUEUE=16 GUEST_MAX_SIZE=64k GUEST_SECONDS=4
 while (($#)); do
 	case $1 in
 	--build) BUILD=${2:?}; shift 2 ;;
@@ -58,6 +67,12 @@ while (($#)); do
 	--planner) PLANNER=${2:?}; shift 2 ;;
 	--publish) PUBLISH=${2:?}; shift 2 ;;
 	--publish-models) PUBLISH_MODELS=${2:?}; shift 2 ;;
+	--guest-kernel) GUEST_KERNEL=${2:?}; shift 2 ;;
+	--guest-topologies) GUEST_TOPOLOGIES=${2:?}; shift 2 ;;
+	--guest-rate) GUEST_RATE=${2:?}; shift 2 ;;
+	--guest-queue) GUEST_QUEUE=${2:?}; shift 2 ;;
+	--guest-max-size) GUEST_MAX_SIZE=${2:?}; shift 2 ;;
+	--guest-seconds) GUEST_SECONDS=${2:?}; shift 2 ;;
 	--quick) TOPOLOGIES=4+4 SIZES=16k,64k REPS=1 SECONDS_PER_RUN=1; shift ;;
 	-h | --help) usage ;;
 	*) echo "bench-system: unknown option '$1'" >&2; usage ;;
@@ -75,8 +90,18 @@ IFS=, read -ra SIZE_LIST <<<"$SIZES"
 IFS=, read -ra VARIANT_LIST <<<"$VARIANTS"
 for t in "${TOPOS[@]}"; do [[ $t =~ ^[1-9][0-9]?\+[1-9][0-9]?$ ]] || { echo "bench-system: bad topology '$t' (N+M)" >&2; exit 2; }; done
 for v in "${VARIANT_LIST[@]}"; do
-	case $v in stock | rto | pace | rto+pace | gappaced | mpi-stock | mpi-gappaced) ;;
+	case $v in stock | rto | pace | rto+pace | gappaced | mpi-stock | mpi-gappaced | module-stock | module-gappaced) ;;
 	*) echo "bench-system: unknown variant '$v'" >&2; exit 2 ;; esac
+done
+IFS=, read -ra GUEST_TOPOS <<<"$GUEST_TOPOLOGIES"
+for t in "${GUEST_TOPOS[@]}"; do [[ $t =~ ^[1-9][0-9]?\+[1-9][0-9]?$ ]] || { echo "bench-system: bad guest topology '$t' (N+M)" >&2; exit 2; }; done
+[[ $GUEST_QUEUE =~ ^[1-9][0-9]*$ ]] || { echo "bench-system: --guest-queue must be a packet count" >&2; exit 2; }
+[[ $GUEST_SECONDS =~ ^[1-9][0-9]?$ ]] || { echo "bench-system: --guest-seconds must be 1..99" >&2; exit 2; }
+[[ ${GUEST_MAX_SIZE,,} =~ ^[0-9]+[kmg]?$ ]] || { echo "bench-system: bad --guest-max-size '$GUEST_MAX_SIZE'" >&2; exit 2; }
+[[ ${GUEST_RATE,,} =~ ^[0-9]+(kbit|mbit|gbit)$ ]] || { echo "bench-system: --guest-rate like 5mbit" >&2; exit 2; }
+HOST_VARIANTS=() GUEST_MODES=()
+for v in "${VARIANT_LIST[@]}"; do
+	case $v in module-stock) GUEST_MODES+=(baseline) ;; module-gappaced) GUEST_MODES+=(gappaced) ;; *) HOST_VARIANTS+=("$v") ;; esac
 done
 [[ $(id -u) -eq 0 ]] || { echo "bench-system: SKIP: needs root (network namespaces)" >&2; exit 77; }
 ALLTOALL=$BUILD/tools/alltoall/gp-alltoall
@@ -257,15 +282,16 @@ RUNS=$OUT/runs.jsonl
 {
 	echo "machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), kernel $(uname -r)"
 	echo "started: $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "command: $0 --topologies $TOPOLOGIES --sizes $SIZES --variants $VARIANTS --reps $REPS --rate $RATE --queue $QUEUE --seconds $SECONDS_PER_RUN --cell-timeout $CELL_TIMEOUT --pattern $PATTERN --sndbuf $SNDBUF --planner $PLANNER"
+	echo "command: $0 --topologies $TOPOLOGIES --sizes $SIZES --variants $VARIANTS --reps $REPS --rate $RATE --queue $QUEUE --seconds $SECONDS_PER_RUN --cell-timeout $CELL_TIMEOUT --pattern $PATTERN --sndbuf $SNDBUF --planner $PLANNER$( ((${#GUEST_MODES[@]})) && echo " --guest-kernel ${GUEST_KERNEL:-(newest)} --guest-topologies $GUEST_TOPOLOGIES --guest-rate $GUEST_RATE --guest-queue $GUEST_QUEUE --guest-max-size $GUEST_MAX_SIZE --guest-seconds $GUEST_SECONDS")"
 } >"$OUT/machine.txt"
 cat "$OUT/machine.txt" >&2
 failures=0
 for topo in "${TOPOS[@]}"; do
+	((${#HOST_VARIANTS[@]})) || break
 	n_left=${topo%+*} n_right=${topo#*+}
 	gp_cluster_up "$TMP/cluster-$topo.state" --left "$n_left" --right "$n_right" --rate "$RATE" --queue "$QUEUE" >/dev/null
 	echo "== $topo: ${#GPC_HOSTS[@]} hosts, bottleneck $RATE, FIFO $QUEUE packets, cc $GPC_CC" >&2
-	for variant in "${VARIANT_LIST[@]}"; do
+	for variant in "${HOST_VARIANTS[@]}"; do
 		case $variant in rto | rto+pace) set_hand_rto on ;; esac
 		case $variant in gappaced | mpi-gappaced) start_daemons ;; esac
 		for size in "${SIZE_LIST[@]}"; do
@@ -322,6 +348,52 @@ for topo in "${TOPOS[@]}"; do
 	done
 	gp_cluster_down
 done
+# (d): one guest per (topology, size, repetition) runs both modes on the same guest cluster.
+if ((${#GUEST_MODES[@]})); then
+	kver=${GUEST_KERNEL:-$("$ROOT/tests/vm/kernels.sh" list | tail -n 1)}
+	guest_bps=$(rate_bps "$GUEST_RATE")
+	guest_max=$(bytes_of "$GUEST_MAX_SIZE")
+	mode=${GUEST_MODES[0]}
+	((${#GUEST_MODES[@]} == 1)) || mode=both
+	for topo in "${GUEST_TOPOS[@]}"; do
+		n_left=${topo%+*} n_right=${topo#*+}
+		echo "== $topo (guest $kver): bottleneck $GUEST_RATE, FIFO $GUEST_QUEUE packets" >&2
+		for size in "${SIZE_LIST[@]}"; do
+			m=$(bytes_of "$size")
+			((m <= guest_max)) || continue
+			# Iterations for about GUEST_SECONDS of cross-bottleneck wire time, 3..200.
+			iterations=$(((guest_bps / 8 * GUEST_SECONDS + n_left * n_right * m - 1) / (n_left * n_right * m)))
+			((iterations >= 3)) || iterations=3
+			((iterations <= 200)) || iterations=200
+			for rep in $(seq "$REPS"); do
+				gout=$TMP/guest-$topo-$m-$rep
+				rc=0
+				timeout $((CELL_TIMEOUT * 10 + 300)) "$ROOT/tests/vm/gcluster/run.sh" --kver "$kver" --build "$BUILD" \
+					--out "$gout" --timeout $((CELL_TIMEOUT * 10)) -- gcluster-alltoall --left "$n_left" \
+					--right "$n_right" --rate "$GUEST_RATE" --bottleneck "$GUEST_RATE" --queue "$GUEST_QUEUE" \
+					--mode "$mode" -- --msg "$m" --iterations "$iterations" >"$gout.log" 2>&1 || rc=$?
+				for gm in "${GUEST_MODES[@]}"; do
+					variant=module-stock
+					[[ $gm == gappaced ]] && variant=module-gappaced
+					line=$(jq -c 'select(type == "object")' "$gout/results/alltoall/$gm/alltoall.json" 2>/dev/null | head -n 1)
+					[[ -n $line ]] || line=null
+					if ! jq -e 'type == "object" and (.fraction_of_capacity | type) == "number"' >/dev/null 2>&1 <<<"$line"; then
+						echo "bench-system: $topo guest $variant $size rep $rep: no result (run.sh exit $rc): $(tail -n 3 "$gout.log" | head -c 600)" >&2
+						failures=$((failures + 1))
+						line=null
+					fi
+					jq -n -c --arg topo "$topo (guest)" --arg variant "$variant" --argjson m "$m" --argjson rep "$rep" \
+						--argjson r "$line" --arg rate "$GUEST_RATE" --argjson queue "$GUEST_QUEUE" --arg kver "$kver" \
+						'{topology: $topo, variant: $variant, msg: $m, rep: $rep, cc: ($r.cc // "cubic"), rate: $rate,
+						  queue: $queue, kernel: $kver, daemon: null, result: $r}' >>"$RUNS"
+					jq -r '"\(.topology) \(.variant) m=\(.msg) rep \(.rep): " +
+						(if .result.fraction_of_capacity then "\(.result.fraction_of_capacity * 1000 | round / 1000) of C, \(.result.tcp.TCPTimeouts // "?") timeouts" else "no result" end)' \
+						<<<"$(tail -n1 "$RUNS")" >&2
+				done
+			done
+		done
+	done
+fi
 echo "finished: $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/machine.txt"
 report_args=()
 ((PLOT)) || report_args+=(--no-plot)

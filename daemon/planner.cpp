@@ -284,7 +284,7 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 	// phase time is the slowest bottleneck's under it.
 	bool model_paces = false, model_floors = false;
 	std::array<models::PlanCandidate, 4> candidates{};
-	for (auto kind : {models::PlanKind::Nothing, models::PlanKind::Rto, models::PlanKind::Pace, models::PlanKind::Both})
+	for (models::PlanKind kind : models::kAllPlans)
 		candidates[static_cast<size_t>(kind)].allowed = true;
 	for (const Decided &x : decided) {
 		model_paces = model_paces || x.decision.chosen().rate_bps > 0;
@@ -374,7 +374,7 @@ void ModelPlanner::describe(JsonWriter &j) const
 		j.field("kind", hint::kind_name(key.kind) ? hint::kind_name(key.kind) : "?");
 		j.field("size_class", static_cast<int64_t>(key.size_class));
 		j.field("processes", key.processes);
-		for (auto kind : {models::PlanKind::Nothing, models::PlanKind::Rto, models::PlanKind::Pace, models::PlanKind::Both}) {
+		for (models::PlanKind kind : models::kAllPlans) {
 			const models::PlanOutcome &o = outcomes[static_cast<size_t>(kind)];
 			j.key(models::plan_name(kind)).begin_object();
 			j.field("samples", o.samples).field("mean_us", o.mean_us);

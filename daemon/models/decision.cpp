@@ -90,9 +90,8 @@ Decision decide(const PhaseShape &phase, const BottleneckShape &bottleneck, cons
 	    paced_us + (paced_loss ? floor_us : 0.0) + pace_setup + bounds.rto_setup_us, rate, floor_us, paced_loss);
 
 	// Preference on ties: the plan that changes less.
-	constexpr PlanKind kOrder[] = {PlanKind::Nothing, PlanKind::Rto, PlanKind::Pace, PlanKind::Both};
 	d.best = PlanKind::Nothing;
-	for (PlanKind kind : kOrder) {
+	for (PlanKind kind : kAllPlans) {
 		const PlanPrediction &p = d.prediction(kind);
 		if (p.allowed && p.time_us < d.prediction(d.best).time_us)
 			d.best = kind;

@@ -27,6 +27,8 @@
 namespace gp::models {
 
 enum class PlanKind { Nothing, Pace, Rto, Both };
+// Every plan, in the order ties prefer: the one that changes less first.
+inline constexpr PlanKind kAllPlans[] = {PlanKind::Nothing, PlanKind::Rto, PlanKind::Pace, PlanKind::Both};
 const char *plan_name(PlanKind plan); // "nothing", "pace", "rto", "both"
 std::string format_time(double us);    // "2.7 ms", "850.0 us", "inf"
 

@@ -8,8 +8,6 @@ namespace {
 
 size_t index(PlanKind plan) { return static_cast<size_t>(plan); }
 
-constexpr PlanKind kPlans[] = {PlanKind::Nothing, PlanKind::Rto, PlanKind::Pace, PlanKind::Both};
-
 } // namespace
 
 const char *choice_reason_name(ChoiceReason why)
@@ -70,7 +68,7 @@ PlanChoice PlanLearner::choose(const CalibrationKey &key, PlanKind model_choice,
 	// Switch to a plan whose full, fresh window beats the current one by the margin.
 	PlanKind best = current;
 	double best_mean = now.mean() * (1.0 - kSwitchMargin);
-	for (PlanKind plan : kPlans) {
+	for (PlanKind plan : kAllPlans) {
 		const Window &w = e.windows[index(plan)];
 		if (plan == current || !candidates[index(plan)].allowed || !w.full() || phase - w.updated > kStaleAfter)
 			continue;
@@ -84,7 +82,7 @@ PlanChoice PlanLearner::choose(const CalibrationKey &key, PlanKind model_choice,
 	if (phase % kExploreEvery == 0) {
 		const double bound = kExploreFactor * candidates[index(best)].predicted_us;
 		std::optional<PlanKind> explore;
-		for (PlanKind plan : kPlans) {
+		for (PlanKind plan : kAllPlans) {
 			const PlanCandidate &c = candidates[index(plan)];
 			const Window &w = e.windows[index(plan)];
 			const bool known = w.full() && phase - w.updated <= kStaleAfter;

@@ -318,7 +318,11 @@ struct gapctl {
 		}
 		if (err == 0) {
 			congested = false;
-			sent.fetch_add(1, std::memory_order_relaxed);
+			// The kernel answers a hint while sendto runs: count its error before the hint
+			// counts as sent, so that a reader who sees it sent also sees the error.
+			if (carrier.kind() == GAPCTL_CARRIER_KERNEL)
+				drain_replies();
+			sent.fetch_add(1, std::memory_order_release);
 			return;
 		}
 		dropped.fetch_add(1, std::memory_order_relaxed);
@@ -690,7 +694,7 @@ int gapctl_get_stats(gapctl_t *handle, struct gapctl_stats *stats)
 	}
 	stats->carrier = handle->carrier_kind.load();
 	stats->hints_queued = handle->queued.load();
-	stats->hints_sent = handle->sent.load();
+	stats->hints_sent = handle->sent.load(std::memory_order_acquire);
 	stats->hints_dropped = handle->dropped.load();
 	stats->hints_rejected = handle->rejected.load();
 	stats->carrier_errors = handle->carrier_errors.load();

@@ -116,6 +116,9 @@ struct gapctl_stats {
 	uint64_t carrier_errors; /* errors reported back (e.g. no daemon listening) */
 	/* Appended; callers built against the fields above get them without this one. */
 	uint64_t hints_quiet;	/* phases not sent because the daemon advised so */
+	/* Appended. Of hints_sent, those the calling thread sent itself because the
+	 * sender thread slept (cheaper than waking it). */
+	uint64_t hints_direct;
 };
 
 enum gapctl_carrier {

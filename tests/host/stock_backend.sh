@@ -196,7 +196,7 @@ received_before=$(counter hints_received)
 quiet=$(say begin alltoall 1000 10.213.0.2 | awk '/^phase/{print $2}')
 say end "$quiet" >/dev/null
 check "the alike phase is quiet: its id has bit 63 ($quiet)" python3 -c "import sys; sys.exit(0 if int('$quiet') >> 63 else 1)"
-check "the client counts it: $(say stats)" bash -c "[[ '$(say stats)' == *'\"hints_quiet\":1}'* ]]"
+check "the client counts it: $(say stats)" bash -c "[[ '$(say stats)' == *'\"hints_quiet\":1,'* ]]"
 phase=$(say begin alltoall 1048576 10.213.0.2 | awk '/^phase/{print $2}')
 say end "$phase" >/dev/null
 sleep 0.3

@@ -39,18 +39,10 @@ done
 ((${#KERNELS[@]})) || mapfile -t KERNELS < <("$SCRIPT_DIR/kernels.sh" list)
 ((${#KERNELS[@]})) || { echo "check.sh: no kernels to test" >&2; exit 2; }
 
-# Under QEMU TCG, Debian's 6.12 kernel has twice (in about a dozen runs of the
-# pacing test) taken a single-step #DB in kernel mode - TF set, with the upper
-# EFLAGS bits of a kernel pointer - at the same instruction of
-# kmem_cache_alloc_node() under udp_sendmsg(): once a WARN in exc_debug_kernel()
-# (whose comment names QEMU as a known source), once a double fault. It never
-# happened on 6.1, nor in stress runs with or without gappace. Until it is
-# understood, a run that died of exactly this is kept and repeated once; any
-# other failure fails.
-emulator_fault() {
-	grep -qaE 'Oops: double fault|WARNING: CPU: [0-9]+ PID: [0-9]+ at arch/x86/kernel/traps.c:[0-9]+ exc_debug_kernel' "$1" 2>/dev/null &&
-		grep -qa 'RIP: 0010:kmem_cache_alloc' "$1"
-}
+# A guest that died of what only the emulator does (gp_emulator_fault, host-lib.sh) is
+# kept and repeated once; any other failure fails.
+# shellcheck source=host-lib.sh
+. "$SCRIPT_DIR/host-lib.sh"
 
 wanted() {
 	((${#ONLY[@]} == 0)) && return 0
@@ -91,11 +83,11 @@ for kver in "${KERNELS[@]}"; do
 		retried=
 		rc=0
 		"$SCRIPT_DIR/run-guest.sh" "${args[@]}" || rc=$?
-		if ((rc)) && emulator_fault "$out/console.log"; then
-			# see emulator_fault(): keep the evidence, run once more, say so
+		if ((rc)) && gp_emulator_fault "$out/console.log"; then
+			# see gp_emulator_fault(): keep the evidence, run once more, say so
 			rm -rf "${out:?}.emulator-fault"
 			mv "$out" "$out.emulator-fault"
-			echo "RETRY: $name on $kver hit the known TCG single-step fault; first run kept in $out.emulator-fault" >&2
+			echo "RETRY: $name on $kver hit a known emulator fault (reserved EFLAGS bits in a kernel fault); first run kept in $out.emulator-fault" >&2
 			retried=" (retried after emulator fault)"
 			rc=0
 			"$SCRIPT_DIR/run-guest.sh" "${args[@]}" || rc=$?

@@ -111,6 +111,8 @@ command -v jq >/dev/null || die "jq is missing (make deps)"
 
 # shellcheck source=../../../tests/cluster/lib.sh
 source "$CLUSTER/lib.sh"
+# shellcheck source=../../../tests/vm/host-lib.sh
+source "$ROOT/tests/vm/host-lib.sh"
 mkdir -p "$OUT"
 TMP=$(mktemp -d /tmp/gappace-bench.XXXXXX)
 TAG=$RANDOM$RANDOM
@@ -367,11 +369,18 @@ if ((${#GUEST_MODES[@]})); then
 			((iterations <= 200)) || iterations=200
 			for rep in $(seq "$REPS"); do
 				gout=$TMP/guest-$topo-$m-$rep
-				rc=0
-				timeout $((CELL_TIMEOUT * 10 + 300)) "$ROOT/tests/vm/gcluster/run.sh" --kver "$kver" --build "$BUILD" \
-					--out "$gout" --timeout $((CELL_TIMEOUT * 10)) -- gcluster-alltoall --left "$n_left" \
-					--right "$n_right" --rate "$GUEST_RATE" --bottleneck "$GUEST_RATE" --queue "$GUEST_QUEUE" \
-					--mode "$mode" -- --msg "$m" --iterations "$iterations" >"$gout.log" 2>&1 || rc=$?
+				for attempt in 1 2; do
+					rc=0
+					timeout $((CELL_TIMEOUT * 10 + 300)) "$ROOT/tests/vm/gcluster/run.sh" --kver "$kver" --build "$BUILD" \
+						--out "$gout" --timeout $((CELL_TIMEOUT * 10)) -- gcluster-alltoall --left "$n_left" \
+						--right "$n_right" --rate "$GUEST_RATE" --bottleneck "$GUEST_RATE" --queue "$GUEST_QUEUE" \
+						--mode "$mode" -- --msg "$m" --iterations "$iterations" >"$gout.log" 2>&1 || rc=$?
+					# A guest killed by the emulator (host-lib.sh) is run once more; the first
+					# run's console is kept next to the results.
+					((rc && attempt == 1)) && gp_emulator_fault "$gout/console.log" || break
+					mv "$gout/console.log" "$OUT/guest-$topo-$m-$rep.emulator-fault.console.log"
+					echo "bench-system: $topo guest $size rep $rep: the guest hit a known emulator fault; run again (console kept in $OUT)" >&2
+				done
 				for gm in "${GUEST_MODES[@]}"; do
 					variant=module-stock
 					[[ $gm == gappaced ]] && variant=module-gappaced

@@ -2,6 +2,8 @@
 #include <linux/genetlink.h>
 
 #include <cerrno>
+#include <cstdlib>
+#include <map>
 
 #include "backend.hpp"
 #include "messages.hpp"
@@ -11,11 +13,32 @@
 namespace gp::daemon {
 namespace {
 
+// One phase's share of a destination rule.
+struct RuleHold {
+	pid_t pid = 0;
+	uint64_t rate_bps = 0;
+};
+
 struct SharedRule {
 	uint32_t ifindex = 0;
 	Prefix dst;
-	int holders = 0;
-	uint64_t rate_bps = 0;	// the sum of what the holders asked for
+	uint64_t rate_bps = 0;			// installed in the kernel
+	std::map<uint64_t, RuleHold> holds;	// by hold id, in the order they were taken
+
+	// Processes add up; one process's phases do not. A process runs its phases one after
+	// another, so its lingering phase and its next one never send at once: it counts with
+	// the share of its newest phase. (Adding them up grew the rule with every lingering
+	// phase of an MPI loop until the kernel refused a rate above the link's.)
+	uint64_t wanted_rate() const
+	{
+		std::map<pid_t, uint64_t> newest;
+		for (const auto &[id, hold] : holds)
+			newest[hold.pid] = hold.rate_bps;
+		uint64_t total = 0;
+		for (const auto &[pid, rate] : newest)
+			total += rate;
+		return total;
+	}
 };
 
 struct SharedRto {
@@ -53,21 +76,24 @@ public:
 						 r.peers[i].remote.family == AF_INET6 ? 128 : 32);
 			const std::string key = "rule " + std::to_string(route->oif) + " " + format_prefix(dst);
 			SharedRule &rule = rules_[key];
+			const bool installed = !rule.holds.empty();
 			rule.ifindex = route->oif;
 			rule.dst = dst;
-			const uint64_t total = rule.rate_bps + rate * n;
-			RequestBuffer req;
-			encode_rule_new(req, family_, rule.ifindex, dst, total, /*replace=*/true);
-			if (auto done = socket_.transact(req); !done) {
-				errors.push_back("pace " + format_prefix(dst) + ": " + done.error().message);
-				if (!rule.holders)
-					rules_.erase(key);
-				continue;
+			const uint64_t hold = ++last_hold_;
+			rule.holds[hold] = RuleHold{r.pid, rate * n};
+			if (const uint64_t wanted = rule.wanted_rate(); !installed || wanted != rule.rate_bps) {
+				RequestBuffer req;
+				encode_rule_new(req, family_, rule.ifindex, dst, wanted, /*replace=*/true);
+				if (auto done = socket_.transact(req); !done) {
+					errors.push_back("pace " + format_prefix(dst) + ": " + done.error().message);
+					rule.holds.erase(hold);
+					if (rule.holds.empty())
+						rules_.erase(key);
+					continue;
+				}
+				rule.rate_bps = wanted;
 			}
-			rule.rate_bps = total;
-			++rule.holders;
-			contributions_[key].push_back(rate * n);
-			applied.keys.push_back(key);
+			applied.keys.push_back(key + kHoldSeparator + std::to_string(hold));
 			++applied.paced;
 		}
 		// RTO floor: per socket of the sender, by its tuple.
@@ -131,38 +157,40 @@ public:
 				errors.push_back(it->first + ": " + done.error().message);
 			it = rtos_.erase(it);
 		}
-		contributions_.clear();
 	}
 
 	std::map<std::string, std::string> live() const override
 	{
 		std::map<std::string, std::string> out;
 		for (const auto &[key, rule] : rules_)
-			out[key] = format_rate(rule.rate_bps) + ", " + std::to_string(rule.holders) + " phase(s)";
+			out[key] = format_rate(rule.rate_bps) + ", " + std::to_string(rule.holds.size()) + " phase(s)";
 		for (const auto &[key, rto] : rtos_)
 			out[key] = "rto_min " + std::to_string(rto.rto_min_us) + " us, " + std::to_string(rto.holders) + " phase(s)";
 		return out;
 	}
 
 private:
-	void release_rule(const std::string &key, std::vector<std::string> &errors)
+	// `held` is what apply() recorded: the rule's key, kHoldSeparator, the hold's id.
+	void release_rule(const std::string &held, std::vector<std::string> &errors)
 	{
+		const size_t separator = held.rfind(kHoldSeparator);
+		if (separator == std::string::npos)
+			return;
+		const std::string key = held.substr(0, separator);
 		auto it = rules_.find(key);
 		if (it == rules_.end())
 			return;
 		SharedRule &rule = it->second;
-		auto &mine = contributions_[key];
-		uint64_t share = mine.empty() ? 0 : mine.back();
-		if (!mine.empty())
-			mine.pop_back();
-		rule.rate_bps = rule.rate_bps > share ? rule.rate_bps - share : 0;
+		rule.holds.erase(std::strtoull(held.c_str() + separator + 1, nullptr, 10));
 		RequestBuffer req;
-		if (--rule.holders > 0 && rule.rate_bps) {
-			encode_rule_new(req, family_, rule.ifindex, rule.dst, rule.rate_bps, true);
-		} else {
+		if (rule.holds.empty()) {
 			encode_rule_del(req, family_, rule.ifindex, rule.dst);
-			contributions_.erase(key);
 			rules_.erase(it);
+		} else if (const uint64_t wanted = rule.wanted_rate(); wanted != rule.rate_bps) {
+			encode_rule_new(req, family_, rule.ifindex, rule.dst, wanted, true);
+			rule.rate_bps = wanted;
+		} else {
+			return; // the remaining holders want what is installed
 		}
 		if (auto done = socket_.transact(req); !done && done.error().err != ENOENT)
 			errors.push_back(key + ": " + done.error().message);
@@ -183,8 +211,9 @@ private:
 
 	NetlinkSocket socket_;
 	uint16_t family_;
+	static constexpr char kHoldSeparator = '#';
 	std::map<std::string, SharedRule> rules_;
-	std::map<std::string, std::vector<uint64_t>> contributions_;
+	uint64_t last_hold_ = 0;
 	std::map<std::string, SharedRto> rtos_;
 };
 

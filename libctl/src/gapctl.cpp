@@ -314,6 +314,16 @@ struct gapctl {
 		advice_channel.store(carrier.advice_fd() >= 0, std::memory_order_relaxed);
 	}
 
+	void count_sent()
+	{
+		congested = false;
+		// The kernel answers a hint while sendto runs: count its error before the hint
+		// counts as sent, so that a reader who sees it sent also sees the error.
+		if (carrier.kind() == GAPCTL_CARRIER_KERNEL)
+			drain_replies();
+		sent.fetch_add(1, std::memory_order_release);
+	}
+
 	void deliver(Slot &slot)
 	{
 		if (slot.len == 0) { // its encoding failed (out of memory): counted, never sent
@@ -335,12 +345,7 @@ struct gapctl {
 			congested = err == EAGAIN;
 		}
 		if (err == 0) {
-			congested = false;
-			// The kernel answers a hint while sendto runs: count its error before the hint
-			// counts as sent, so that a reader who sees it sent also sees the error.
-			if (carrier.kind() == GAPCTL_CARRIER_KERNEL)
-				drain_replies();
-			sent.fetch_add(1, std::memory_order_release);
+			count_sent();
 			return;
 		}
 		dropped.fetch_add(1, std::memory_order_relaxed);
@@ -439,11 +444,8 @@ struct gapctl {
 		reinterpret_cast<nlmsghdr *>(buffer.data())->nlmsg_type = carrier.family_id();
 		if (carrier.send(buffer.data(), len) != 0)
 			return false;
-		congested = false;
 		queued.fetch_add(1, std::memory_order_relaxed);
-		if (carrier.kind() == GAPCTL_CARRIER_KERNEL)
-			drain_replies(); // as deliver(): its error is counted before it counts as sent
-		sent.fetch_add(1, std::memory_order_release);
+		count_sent();
 		sent_directly.fetch_add(1, std::memory_order_relaxed);
 		const int64_t end = now_ns();
 		direct_cost_ns.store(end - start, std::memory_order_relaxed);

@@ -83,6 +83,30 @@ rtos | grep -q "$local_end" && gp_fail "RTO override left after the phase"
 show | grep -q '"ended":"end"' || gp_fail "ended phase not in the history"
 echo "phase: live during, gone after" >>"$log"
 
+# --- one rank's phases back to back, the first still lingering when the second begins: they
+# never send at once, so the rule paces at one phase's rate, not at the sum of both
+sed -i 's/^phase_timeout = "60s"$/phase_timeout = "60s"\nlinger = "3s"/' /run/gappace/gappaced.toml
+kill -HUP "$daemon"
+sleep 0.5
+first=$(say begin alltoall 1048576 10.0.0.2 | awk '/^phase/{print $2}')
+say end "$first" >/dev/null
+second=$(say begin alltoall 65536 10.0.0.2 | awk '/^phase/{print $2}')
+[ -n "$first" ] && [ -n "$second" ] || gp_die "begin failed (linger)"
+sleep 0.5
+rules >>"$log"
+show | grep -q '"phases_lingering":1' || gp_fail "the first phase is not lingering"
+rules | grep -q '"rate":10000000' || gp_fail "a lingering phase and the next one of the same rank add up: $(rules)"
+say end "$second" >/dev/null
+i=0
+while rules | grep -q '10.0.0.2'; do
+    i=$((i + 1)); [ $i -lt 60 ] || { gp_fail "flow rule left after both phases' linger"; break; }
+    sleep 0.1
+done
+sed -i '/^linger = "3s"$/d' /run/gappace/gappaced.toml
+kill -HUP "$daemon"
+sleep 0.5
+echo "lingering phase and the next of the same rank: one share" >>"$log"
+
 # --- another uid names our connection: nothing may change
 mkfifo /tmp/o.in /tmp/o.out
 GP_AS_UID=65534 gp-hintclient </tmp/o.in >/tmp/o.out 2>&1 &

@@ -1,6 +1,7 @@
 // The module backend: flow rules and RTO overrides through the gappace genl family.
 #include <linux/genetlink.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <map>
@@ -81,11 +82,13 @@ public:
 			rule.dst = dst;
 			const uint64_t hold = ++last_hold_;
 			rule.holds[hold] = RuleHold{r.pid, rate * n};
-			if (const uint64_t wanted = rule.wanted_rate(); !installed || wanted != rule.rate_bps) {
+			if (const uint64_t wanted = rate_for(rule); !installed || wanted != rule.rate_bps) {
 				RequestBuffer req;
 				encode_rule_new(req, family_, rule.ifindex, dst, wanted, /*replace=*/true);
 				if (auto done = socket_.transact(req); !done) {
 					errors.push_back("pace " + format_prefix(dst) + ": " + done.error().message);
+					if (done.error().err == ERANGE) // the qdisc was changed: read its rate again
+						linkrates_.erase(rule.ifindex);
 					rule.holds.erase(hold);
 					if (rule.holds.empty())
 						rules_.erase(key);
@@ -163,13 +166,45 @@ public:
 	{
 		std::map<std::string, std::string> out;
 		for (const auto &[key, rule] : rules_)
-			out[key] = format_rate(rule.rate_bps) + ", " + std::to_string(rule.holds.size()) + " phase(s)";
+			out[key] = format_rate(rule.rate_bps) + ", " + std::to_string(rule.holds.size()) + " phase(s)" +
+				   (rule.rate_bps < rule.wanted_rate() ? ", clamped to the link rate from " + format_rate(rule.wanted_rate())
+								       : std::string());
 		for (const auto &[key, rto] : rtos_)
 			out[key] = "rto_min " + std::to_string(rto.rto_min_us) + " us, " + std::to_string(rto.holders) + " phase(s)";
 		return out;
 	}
 
 private:
+	// The rate to install for a rule: what its holders want, at most the link rate of the
+	// device's qdisc, which refuses more (ERANGE). Sums reach it when several processes of
+	// this host pace to one destination, each granted its share of a bottleneck the planner
+	// sized for one sender per host, or when phases overlap that the planner did not foresee.
+	uint64_t rate_for(const SharedRule &rule)
+	{
+		const uint64_t wanted = rule.wanted_rate();
+		const uint64_t link = linkrate(rule.ifindex);
+		return link ? std::min(wanted, link) : wanted;
+	}
+
+	// The effective link rate of the gappace qdisc on `ifindex`, read once (0: unknown; the
+	// kernel then judges the rate itself).
+	uint64_t linkrate(uint32_t ifindex)
+	{
+		if (auto it = linkrates_.find(ifindex); it != linkrates_.end())
+			return it->second;
+		uint64_t rate = 0;
+		RequestBuffer req;
+		encode_stats_get(req, family_, ifindex);
+		auto done = socket_.transact(req, [&](const nlmsghdr *nlh) -> Expected<void> {
+			if (auto info = decode_device_stats(nlh); info && info->linkrate)
+				rate = *info->linkrate;
+			return {};
+		});
+		if (done && rate)
+			linkrates_[ifindex] = rate;
+		return rate;
+	}
+
 	// `held` is what apply() recorded: the rule's key, kHoldSeparator, the hold's id.
 	void release_rule(const std::string &held, std::vector<std::string> &errors)
 	{
@@ -186,7 +221,7 @@ private:
 		if (rule.holds.empty()) {
 			encode_rule_del(req, family_, rule.ifindex, rule.dst);
 			rules_.erase(it);
-		} else if (const uint64_t wanted = rule.wanted_rate(); wanted != rule.rate_bps) {
+		} else if (const uint64_t wanted = rate_for(rule); wanted != rule.rate_bps) {
 			encode_rule_new(req, family_, rule.ifindex, rule.dst, wanted, true);
 			rule.rate_bps = wanted;
 		} else {
@@ -215,6 +250,7 @@ private:
 	std::map<std::string, SharedRule> rules_;
 	uint64_t last_hold_ = 0;
 	std::map<std::string, SharedRto> rtos_;
+	std::map<uint32_t, uint64_t> linkrates_;	// ifindex -> the qdisc's link rate
 };
 
 } // namespace

@@ -107,6 +107,26 @@ kill -HUP "$daemon"
 sleep 0.5
 echo "lingering phase and the next of the same rank: one share" >>"$log"
 
+# --- a share above the qdisc's link rate (a bottleneck described faster than this host's own
+# link): the rule is installed at the link rate, not refused by the kernel (ERANGE)
+sed -i 's/^capacity = "10mbit"$/capacity = "400mbit"/' /run/gappace/gappaced.toml
+kill -HUP "$daemon"
+sleep 0.5
+phase=$(say begin alltoall 1048576 10.0.0.2 | awk '/^phase/{print $2}')
+[ -n "$phase" ] || gp_die "begin failed (clamp)"
+sleep 0.5
+rules >>"$log"; show >>"$log"
+rules | grep -q '"rate":100000000' || gp_fail "a rule above the link rate is not clamped to it: $(rules)"
+show | grep -q 'clamped to the link rate from 400' || gp_fail "the clamp is not shown in the live settings"
+show | grep -q 'exceeds the link rate' && gp_fail "the kernel refused the rule (see recent_errors)"
+say end "$phase" >/dev/null
+sleep 0.5
+rules | grep -q '10.0.0.2' && gp_fail "flow rule left after the clamped phase"
+sed -i 's/^capacity = "400mbit"$/capacity = "10mbit"/' /run/gappace/gappaced.toml
+kill -HUP "$daemon"
+sleep 0.5
+echo "share above the link rate: rule at the link rate" >>"$log"
+
 # --- another uid names our connection: nothing may change
 mkfifo /tmp/o.in /tmp/o.out
 GP_AS_UID=65534 gp-hintclient </tmp/o.in >/tmp/o.out 2>&1 &

@@ -256,6 +256,7 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 		shape.bytes_per_peer = static_cast<double>(phase.bytes_per_peer);
 		shape.senders = c.senders;
 		shape.fanout = c.fanout;
+		shape.rendezvous_both_ways = (phase.flags & GAPPACE_HINT_F_RENDEZVOUS) && symmetric_kind(phase.kind);
 		models::BottleneckShape link;
 		// What the data of this direction may use: with data both ways, the reverse data's
 		// ACKs share it (2.9 % on a 1500-byte Ethernet). Planning all of C for data leaves

@@ -71,7 +71,9 @@ Decision decide(const PhaseShape &phase, const BottleneckShape &bottleneck, cons
 	const bool paces = std::isfinite(bound);
 	const double rate = paces ? std::max(bound, bounds.min_rate_bps) : 0.0;
 	const bool paced_loss = paces ? overflows(C, q, m, flows, rate) : unpaced_loss;
-	const double paced_us = paces ? std::max(base_us, 8e6 * m / rate + L) : base_us;
+	const double turns = phase.rendezvous_both_ways ? 2.0 : 1.0;
+	const double paced_us = paces ? std::max(base_us, turns * 8e6 * m / rate + L) : base_us;
+	const double paced_loss_chance = paced_loss ? 1.0 : (paces ? kPacedResidualLoss : 0.0);
 	const double pace_setup = paces ? bounds.pace_setup_us : 0.0;
 
 	const double floor_us = std::clamp(rto.candidate_floor_us, bounds.rto_min_us, bounds.rto_max_us);
@@ -84,10 +86,10 @@ Decision decide(const PhaseShape &phase, const BottleneckShape &bottleneck, cons
 	    unpaced_loss);
 	set(PlanKind::Rto, bounds.rto_allowed, base_us + (unpaced_loss ? floor_us : 0.0) + bounds.rto_setup_us, 0.0,
 	    floor_us, unpaced_loss);
-	set(PlanKind::Pace, bounds.pacing_allowed, paced_us + (paced_loss ? rto.stock_rto_us : 0.0) + pace_setup, rate,
+	set(PlanKind::Pace, bounds.pacing_allowed, paced_us + paced_loss_chance * rto.stock_rto_us + pace_setup, rate,
 	    rto.stock_rto_us, paced_loss);
 	set(PlanKind::Both, bounds.pacing_allowed && bounds.rto_allowed,
-	    paced_us + (paced_loss ? floor_us : 0.0) + pace_setup + bounds.rto_setup_us, rate, floor_us, paced_loss);
+	    paced_us + paced_loss_chance * floor_us + pace_setup + bounds.rto_setup_us, rate, floor_us, paced_loss);
 
 	// Preference on ties: the plan that changes less.
 	d.best = PlanKind::Nothing;
@@ -97,7 +99,8 @@ Decision decide(const PhaseShape &phase, const BottleneckShape &bottleneck, cons
 			d.best = kind;
 	}
 
-	std::string text = std::to_string(flows) + " flows x " + std::to_string(static_cast<uint64_t>(m)) + " B";
+	std::string text = std::to_string(flows) + " flows x " + std::to_string(static_cast<uint64_t>(m)) + " B" +
+			   (phase.rendezvous_both_ways ? " (rendezvous)" : "");
 	if (has_bottleneck)
 		text += " into " + format_rate_bps(C) + " q=" + std::to_string(static_cast<uint64_t>(q)) + " B: " +
 			(unpaced_loss ? "unpaced overflows" : "fits unpaced");

@@ -264,10 +264,33 @@ TEST(ModelPlanner, MeasuredPhaseTimesOverrideTheModelsLossVerdict)
 			EXPECT_NE(plan.reason.find("measured: rto"), std::string::npos) << plan.reason;
 			EXPECT_GT(floored_unpaced, 100);
 		} else {
-			EXPECT_EQ(plan_kind(plan), models::PlanKind::Pace) << plan.reason;
+			// A paced phase also takes the floor (the residual loss of a paced phase).
+			EXPECT_EQ(plan_kind(plan), models::PlanKind::Both) << plan.reason;
 			EXPECT_EQ(floored_unpaced, 0);
 		}
 	}
+}
+
+// A hint marked rendezvous (GAPPACE_HINT_F_RENDEZVOUS, set by the PMPI shim beyond the MPI
+// transport's eager limit) on a symmetric collective: pacing would make the two directions of
+// every connection take turns, so the floor alone runs; the same phase sent eagerly is paced
+// (with the floor). A rooted collective is not affected: its connections carry data one way.
+TEST(ModelPlanner, RendezvousPhasesTakeTheFloorInsteadOfPacing)
+{
+	auto peers = cluster_peers();
+	Config config = two_sided();
+	auto planner = model_planner(config);
+	hint::Header eager = alltoall(1 << 20, GAPPACE_HINT_ALGORITHM_LINEAR);
+	const Plan paced = planner->plan(eager, peers, config);
+	EXPECT_EQ(plan_kind(paced), models::PlanKind::Both) << paced.reason;
+	hint::Header rendezvous = eager;
+	rendezvous.flags = GAPPACE_HINT_F_RENDEZVOUS;
+	const Plan floored = planner->plan(rendezvous, peers, config);
+	EXPECT_EQ(plan_kind(floored), models::PlanKind::Rto) << floored.reason;
+	EXPECT_NE(floored.reason.find("(rendezvous)"), std::string::npos) << floored.reason;
+	hint::Header rooted = rendezvous;
+	rooted.kind = GAPPACE_HINT_KIND_BCAST;
+	EXPECT_EQ(planner->plan(rooted, peers, config).reason.find("(rendezvous)"), std::string::npos);
 }
 
 TEST(ModelPlanner, AParameterFileThatDoesNotParseIsAnErrorNamingIt)

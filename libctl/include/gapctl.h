@@ -69,6 +69,9 @@ enum gapctl_algorithm {
 #define GAPCTL_F_VECTOR		(1U << 0)	/* v-variant: bytes_per_peer is the largest */
 #define GAPCTL_F_NONBLOCKING	(1U << 1)	/* MPI_I*: end is reported at completion */
 #define GAPCTL_F_PERSISTENT	(1U << 2)	/* MPI_*_init + MPI_Start */
+/* Appended: each message exceeds the MPI transport's eager limit (rendezvous: the sender
+ * waits for the receiver's clear-to-send over the same connection). */
+#define GAPCTL_F_RENDEZVOUS	(1U << 4)
 
 /*
  * A peer of the phase, in one of three forms:

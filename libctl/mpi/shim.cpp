@@ -29,6 +29,8 @@ struct Config {
 	int max_rescans = 8;		// GAPPACE_SHIM_RESCANS
 	uint32_t open_flags = 0;	// GAPPACE_SHIM_CARRIER=socket: GAPCTL_OPEN_NO_KERNEL,
 					// GAPPACE_SHIM_SEND=inline: GAPCTL_OPEN_NO_THREAD
+	uint64_t eager_limit = 0;	// GAPPACE_SHIM_EAGER_LIMIT, else the MPI's own; 0: unknown
+	const char *eager_source = "unknown";
 };
 
 Config g_config;
@@ -126,6 +128,52 @@ bool env_flag(const char *name, bool fallback)
 		return fallback;
 	return !(strcmp(v, "0") == 0 || strcasecmp(v, "no") == 0 || strcasecmp(v, "off") == 0 ||
 		 strcasecmp(v, "false") == 0);
+}
+
+// The largest message the MPI transport sends eagerly; larger ones wait for the receiver's
+// clear-to-send (rendezvous). Read through MPI_T, by the control variables the libraries we
+// know name it with: Open MPI's TCP BTL. 0 when none is found (MPICH's ch4:ucx leaves the
+// choice to UCX, which MPI_T does not show).
+uint64_t eager_limit_from_mpi_t() noexcept
+{
+	int provided = 0;
+	if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
+		return 0;
+	uint64_t limit = 0;
+	int index = -1;
+	if (MPI_T_cvar_get_index("btl_tcp_eager_limit", &index) == MPI_SUCCESS) {
+		char name[128], desc[8];
+		int name_len = sizeof(name), desc_len = sizeof(desc), verbosity = 0, bind = 0, scope = 0;
+		MPI_Datatype type = MPI_DATATYPE_NULL;
+		MPI_T_enum enumtype = MPI_T_ENUM_NULL;
+		MPI_T_cvar_handle handle = MPI_T_CVAR_HANDLE_NULL;
+		int count = 0;
+		if (MPI_T_cvar_get_info(index, name, &name_len, &verbosity, &type, &enumtype, desc, &desc_len,
+					&bind, &scope) == MPI_SUCCESS &&
+		    bind == MPI_T_BIND_NO_OBJECT &&
+		    MPI_T_cvar_handle_alloc(index, nullptr, &handle, &count) == MPI_SUCCESS) {
+			union {
+				int i;
+				unsigned u;
+				unsigned long ul;
+				unsigned long long ull;
+				char bytes[16];
+			} value{};
+			if (count == 1 && MPI_T_cvar_read(handle, &value) == MPI_SUCCESS) {
+				if (type == MPI_INT)
+					limit = value.i > 0 ? static_cast<uint64_t>(value.i) : 0;
+				else if (type == MPI_UNSIGNED)
+					limit = value.u;
+				else if (type == MPI_UNSIGNED_LONG)
+					limit = value.ul;
+				else if (type == MPI_UNSIGNED_LONG_LONG)
+					limit = value.ull;
+			}
+			MPI_T_cvar_handle_free(&handle);
+		}
+	}
+	MPI_T_finalize();
+	return limit;
 }
 
 int env_int(const char *name, int fallback, int lo, int hi)
@@ -389,6 +437,21 @@ void shim_start() noexcept
 	if (PMPI_Type_contiguous(sizeof(WireEndpoint), MPI_BYTE, &type) == MPI_SUCCESS &&
 	    PMPI_Type_commit(&type) == MPI_SUCCESS)
 		g_endpoint_type = type;
+	// GAPPACE_SHIM_EAGER_LIMIT=BYTES overrides what MPI_T shows (0: never rendezvous).
+	if (const char *eager = getenv("GAPPACE_SHIM_EAGER_LIMIT"); eager && *eager) {
+		char *end = nullptr;
+		errno = 0;
+		const unsigned long long n = strtoull(eager, &end, 10);
+		if (*end != '\0' || errno || eager[0] == '-')
+			fprintf(stderr, "gapctl-mpi: ignoring GAPPACE_SHIM_EAGER_LIMIT=%s (want bytes)\n", eager);
+		else
+			g_config.eager_limit = n, g_config.eager_source = "GAPPACE_SHIM_EAGER_LIMIT";
+	}
+	if (!std::strcmp(g_config.eager_source, "unknown")) {
+		g_config.eager_limit = eager_limit_from_mpi_t();
+		if (g_config.eager_limit)
+			g_config.eager_source = "btl_tcp_eager_limit";
+	}
 	if (const char *send = getenv("GAPPACE_SHIM_SEND")) {
 		if (strcmp(send, "inline") == 0)
 			g_config.open_flags |= GAPCTL_OPEN_NO_THREAD;
@@ -403,9 +466,10 @@ void shim_start() noexcept
 			g_world_rank, gapctl_strerror(rc));
 	}
 	if (g_config.log)
-		log_line("start thread_multiple=%d gapctl=%s exchange=%d max_rescans=%d",
+		log_line("start thread_multiple=%d gapctl=%s exchange=%d max_rescans=%d eager_limit=%llu (%s)",
 			 g_thread_multiple ? 1 : 0, g_handle ? "open" : "none",
-			 g_config.exchange ? 1 : 0, g_config.max_rescans);
+			 g_config.exchange ? 1 : 0, g_config.max_rescans,
+			 static_cast<unsigned long long>(g_config.eager_limit), g_config.eager_source);
 	g_on.store(true, std::memory_order_release);
 }
 
@@ -480,7 +544,9 @@ Phase phase_begin(const CommState &cs, uint32_t kind, uint32_t flags, uint64_t b
 	desc.struct_size = sizeof(desc);
 	desc.kind = kind;
 	desc.algorithm = GAPCTL_ALGORITHM_UNKNOWN;
-	desc.flags = flags;
+	// Beyond the eager limit (less the message header, for which 64 bytes is ample: Open
+	// MPI's ob1 match header is 14-24), each message waits for its receiver's clear-to-send.
+	desc.flags = flags | (g_config.eager_limit && bytes + 64 > g_config.eager_limit ? GAPCTL_F_RENDEZVOUS : 0);
 	desc.bytes_per_peer = bytes;
 	desc.comm_size = static_cast<uint32_t>(cs.size);
 	desc.rank = cs.rank;
@@ -498,7 +564,7 @@ Phase phase_begin(const CommState &cs, uint32_t kind, uint32_t flags, uint64_t b
 	if (g_config.log)
 		log_line("begin n=%llu kind=%s flags=%u bytes=%llu comm_size=%d crank=%d peers=%u "
 			 "tuples=%u addrs=%u id=%llu rc=%d",
-			 static_cast<unsigned long long>(phase.n), kind_name(kind), flags,
+			 static_cast<unsigned long long>(phase.n), kind_name(kind), desc.flags,
 			 static_cast<unsigned long long>(bytes), cs.size, cs.rank, desc.n_peers,
 			 table ? table->tuple_peers : 0, table ? table->address_peers : 0,
 			 static_cast<unsigned long long>(phase.id), rc);

@@ -656,7 +656,7 @@ int gapctl_phase_begin(gapctl_t *handle, const struct gapctl_phase *phase, uint6
 	if (!phase || !phase_id || phase->struct_size < sizeof(gapctl_phase))
 		return reject(-EINVAL);
 	if (phase->kind < 1 || phase->kind > GAPPACE_HINT_KIND_MAX || phase->algorithm > GAPPACE_HINT_ALGORITHM_MAX ||
-	    (phase->flags & ~(GAPCTL_F_VECTOR | GAPCTL_F_NONBLOCKING | GAPCTL_F_PERSISTENT)) ||
+	    (phase->flags & ~(GAPCTL_F_VECTOR | GAPCTL_F_NONBLOCKING | GAPCTL_F_PERSISTENT | GAPCTL_F_RENDEZVOUS)) ||
 	    (phase->n_peers && !phase->peers))
 		return reject(-EINVAL);
 	uint32_t n = phase->n_peers > GAPCTL_MAX_PEERS ? GAPCTL_MAX_PEERS : phase->n_peers;

@@ -508,6 +508,7 @@ TEST(Library, TooManyPeersAreCutAndFlagged)
 	ASSERT_TRUE(daemon.accept_client());
 	std::vector<gapctl_peer> peers(GAPCTL_MAX_PEERS + 5, v4_peer("10.0.0.4", 3));
 	auto phase = alltoall(peers, 8);
+	phase.flags = GAPCTL_F_RENDEZVOUS; // the caller's flags travel with the library's
 	uint64_t id = 0;
 	EXPECT_EQ(gapctl_phase_begin(handle, &phase, &id), -E2BIG);
 	EXPECT_NE(id, 0u);
@@ -516,6 +517,7 @@ TEST(Library, TooManyPeersAreCutAndFlagged)
 	ASSERT_TRUE(hint) << hint.error().message;
 	EXPECT_EQ(hint->peers.size(), static_cast<size_t>(GAPCTL_MAX_PEERS));
 	EXPECT_TRUE(hint->header.flags & GAPPACE_HINT_F_PEERS_TRUNCATED);
+	EXPECT_TRUE(hint->header.flags & GAPPACE_HINT_F_RENDEZVOUS);
 	gapctl_close(handle);
 }
 

@@ -65,7 +65,7 @@ TEST(HintCodec, BeginRoundTripsEveryField)
 	h.phase_id = 0x1122334455667788ULL;
 	h.kind = GAPPACE_HINT_KIND_ALLTOALL;
 	h.algorithm = GAPPACE_HINT_ALGORITHM_PAIRWISE;
-	h.flags = GAPPACE_HINT_F_VECTOR | GAPPACE_HINT_F_NONBLOCKING;
+	h.flags = GAPPACE_HINT_F_VECTOR | GAPPACE_HINT_F_NONBLOCKING | GAPPACE_HINT_F_RENDEZVOUS;
 	h.bytes_per_peer = 65536;
 	h.comm_size = 16;
 	h.rank = 3;

@@ -280,7 +280,10 @@ enum gappace_hint_algorithm {
 #define GAPPACE_HINT_F_NONBLOCKING	(1U << 1)	/* MPI_I*: END comes with the completion */
 #define GAPPACE_HINT_F_PERSISTENT	(1U << 2)	/* MPI_*_init + MPI_Start */
 #define GAPPACE_HINT_F_PEERS_TRUNCATED	(1U << 3)	/* more peers than one message holds */
-#define GAPPACE_HINT_F_ALL		((1U << 4) - 1)
+/* Appended. Each message is larger than the MPI transport's eager limit: it waits for the
+ * receiver's clear-to-send, which comes back over the same connection. */
+#define GAPPACE_HINT_F_RENDEZVOUS	(1U << 4)
+#define GAPPACE_HINT_F_ALL		((1U << 5) - 1)
 
 enum gappace_a_hint {
 	GAPPACE_A_HINT_UNSPEC,

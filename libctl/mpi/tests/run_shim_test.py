@@ -216,8 +216,14 @@ class RankLog:
         self.open_blocking = None
 
 
-def check_log(text, nprocs, name, transport):
-    """transport: "tcp" (every rank pair connected over TCP), "shm" (none), or None."""
+RENDEZVOUS = 16  # GAPCTL_F_RENDEZVOUS
+HEADER_ALLOWANCE = 64  # the shim's allowance for the MPI message header
+
+
+def check_log(text, nprocs, name, transport, eager_limit=None):
+    """transport: "tcp" (every rank pair connected over TCP), "shm" (none), or None.
+    eager_limit: the GAPPACE_SHIM_EAGER_LIMIT the ranks ran with: announced phases larger
+    than it (less the header allowance) must carry the rendezvous flag, the others not."""
     logs = {r: RankLog(r) for r in range(nprocs)}
     errors = []
 
@@ -287,7 +293,9 @@ def check_log(text, nprocs, name, transport):
             if not log.queue:
                 err(log, f"unannounced phase: {line.strip()}")
                 continue
-            want = log.queue.pop(0)
+            want = dict(log.queue.pop(0))
+            if eager_limit and int(want["bytes"]) + HEADER_ALLOWANCE > eager_limit:
+                want["flags"] = str(int(want["flags"]) | RENDEZVOUS)
             for key in ("kind", "flags", "bytes", "comm_size"):
                 if want.get(key) != f.get(key):
                     err(log, f"{want['tag']}: {key}={f[key]}, want {want[key]}")
@@ -467,9 +475,16 @@ def main():
         finally:
             time.sleep(0.2)
             listener.close()
-        logs = check_log(text, nprocs, name, transport)
+        eager = (extra_env or {}).get("GAPPACE_SHIM_EAGER_LIMIT")
+        logs = check_log(text, nprocs, name, transport, int(eager) if eager else None)
         phases = sum(len(log.begins) for log in logs.values())
         detail = f"{phases} phases"
+        if eager:
+            flagged = sum(1 for log in logs.values() for b in log.begins if int(b["flags"]) & RENDEZVOUS)
+            if not flagged or flagged == phases:
+                raise Failure(f"{name}: {flagged} of {phases} phases flagged rendezvous with eager "
+                              f"limit {eager}: want some, not all")
+            detail += f", {flagged} flagged rendezvous"
         if not args.no_hints_check:
             detail += f", {check_hints(logs, listener, name)} hint messages"
         return detail
@@ -480,6 +495,11 @@ def main():
     if args.flavour == "openmpi":
         case("openmpi np=4 tcp", lambda: run_checked("openmpi np=4 tcp", 4, args.program, "tcp"))
         case("openmpi np=2 tcp", lambda: run_checked("openmpi np=2 tcp", 2, args.program, "tcp"))
+        # Messages beyond the eager limit carry the rendezvous flag (the limit set low so
+        # that the test's small messages fall on both sides of it).
+        case("openmpi np=2 tcp eager limit 200",
+             lambda: run_checked("openmpi np=2 tcp eager limit 200", 2, args.program, "tcp",
+                                 {"GAPPACE_SHIM_EAGER_LIMIT": "200"}))
         for f in args.fortran:
             label = f"openmpi fortran {os.path.basename(f)}"
             case(label, lambda f=f, label=label: run_checked(label, 3, f, "tcp"))

@@ -8,6 +8,7 @@
 #                   [--sndbuf BYTES|auto (default 8m)] [--planner models|default] [--publish DOC.md]
 #                   [--publish-models MODELS.md] [--guest-kernel KVER] [--guest-topologies 4+4]
 #                   [--guest-rate 5mbit] [--guest-queue 16] [--guest-max-size 64k] [--guest-seconds 4]
+#                   [--remedies pacing,rto|pacing|rto|none] [--learn]
 #
 # For every topology (N+N hosts, one bottleneck of rate C with a FIFO of q packets per
 # direction), message size m and variant, it runs the TCP all-to-all (gp-alltoall) or a real
@@ -25,6 +26,8 @@
 #   gappaced      (c) one gappaced per host (stock backend) deciding from the tool's hints
 #   mpi-stock     (e) Open MPI MPI_Alltoall, stock
 #   mpi-gappaced  (e) Open MPI MPI_Alltoall with the PMPI shim and gappaced
+#   mpi-gappaced-rto  the same with gappaced's pacing switched off ([remedies] pacing = false):
+#                 the RTO floor alone where the models predict a loss, side by side with (e)
 #   module-stock     (d) in a QEMU guest with Debian's kernel (tests/vm/gcluster): the gappace
 #   module-gappaced      qdisc on every host without rules, then gappaced with the module
 #                        backend (gap frames, RTO overrides). TCG runs the guest 20-50x slower,
@@ -42,12 +45,12 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../../.." && pwd)
 CLUSTER=$ROOT/tests/cluster
 
-usage() { sed -n '4,9p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '4,10p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "bench-system: $*" >&2; exit 1; }
 
 BUILD="" OUT="" TOPOLOGIES="4+4,8+8" SIZES="1k,4k,16k,64k,256k,1m,4m"
-VARIANTS="stock,rto,pace,rto+pace,gappaced,mpi-stock,mpi-gappaced,module-stock,module-gappaced"
-PLOT=1 PUBLISH='' PUBLISH_MODELS='' PLANNER=models SNDBUF=8m REPS=3 RATE=200mbit QUEUE=40 SECONDS_PER_RUN=2 CELL_TIMEOUT=60 PATTERN=pairwise RTO_MS=5
+VARIANTS="stock,rto,pace,rto+pace,gappaced,mpi-stock,mpi-gappaced,mpi-gappaced-rto,module-stock,module-gappaced"
+PLOT=1 PUBLISH='' PUBLISH_MODELS='' PLANNER=models SNDBUF=8m REPS=3 RATE=200mbit QUEUE=40 SECONDS_PER_RUN=2 CELL_TIMEOUT=60 PATTERN=pairwise RTO_MS=5 REMEDIES=pacing,rto LEARN=false
 GUEST_KERNEL='' GUEST_TOPOLOGIES=4+4 GUEST_RATE=5mbit GUEST_QUEUE=16 GUEST_MAX_SIZE=64k GUEST_SECONDS=4
 while (($#)); do
 	case $1 in
@@ -73,6 +76,8 @@ while (($#)); do
 	--guest-queue) GUEST_QUEUE=${2:?}; shift 2 ;;
 	--guest-max-size) GUEST_MAX_SIZE=${2:?}; shift 2 ;;
 	--guest-seconds) GUEST_SECONDS=${2:?}; shift 2 ;;
+	--remedies) REMEDIES=${2:?}; shift 2 ;;
+	--learn) LEARN=true; shift ;;
 	--quick) TOPOLOGIES=4+4 SIZES=16k,64k REPS=1 SECONDS_PER_RUN=1; shift ;;
 	-h | --help) usage ;;
 	*) echo "bench-system: unknown option '$1'" >&2; usage ;;
@@ -85,12 +90,19 @@ OUT=${OUT:-$BUILD/bench-system}
 [[ $SECONDS_PER_RUN =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "bench-system: --seconds must be a number" >&2; exit 2; }
 [[ $CELL_TIMEOUT =~ ^[1-9][0-9]*$ ]] || { echo "bench-system: --cell-timeout must be whole seconds" >&2; exit 2; }
 case $PATTERN in pairwise | ring | half) ;; *) echo "bench-system: bad --pattern '$PATTERN'" >&2; exit 2 ;; esac
+# What gappaced may use (its [remedies] table): both by default; one or none to measure what
+# each remedy contributes to a gappaced variant.
+case $REMEDIES in
+pacing,rto | rto,pacing) PACING_ON=true RTO_ON=true ;; pacing) PACING_ON=true RTO_ON=false ;;
+rto) PACING_ON=false RTO_ON=true ;; none) PACING_ON=false RTO_ON=false ;;
+*) echo "bench-system: --remedies must be pacing,rto, pacing, rto or none" >&2; exit 2 ;;
+esac
 IFS=, read -ra TOPOS <<<"$TOPOLOGIES"
 IFS=, read -ra SIZE_LIST <<<"$SIZES"
 IFS=, read -ra VARIANT_LIST <<<"$VARIANTS"
 for t in "${TOPOS[@]}"; do [[ $t =~ ^[1-9][0-9]?\+[1-9][0-9]?$ ]] || { echo "bench-system: bad topology '$t' (N+M)" >&2; exit 2; }; done
 for v in "${VARIANT_LIST[@]}"; do
-	case $v in stock | rto | pace | rto+pace | gappaced | mpi-stock | mpi-gappaced | module-stock | module-gappaced) ;;
+	case $v in stock | rto | pace | rto+pace | gappaced | mpi-stock | mpi-gappaced | mpi-gappaced-rto | module-stock | module-gappaced) ;;
 	*) echo "bench-system: unknown variant '$v'" >&2; exit 2 ;; esac
 done
 IFS=, read -ra GUEST_TOPOS <<<"$GUEST_TOPOLOGIES"
@@ -161,8 +173,8 @@ tcp_counters() {
 			ext["TCPTimeouts"], ext["TCPLossProbes"], tcp["RetransSegs"] }'
 }
 
-start_daemons() { # writes one config per host, starts gappaced in every host namespace
-	local i h
+start_daemons() { # [PACING RTO]: writes one config per host, starts gappaced in every host namespace
+	local i h pacing=${1:-$PACING_ON} rto=${2:-$RTO_ON}
 	for i in "${!GPC_HOSTS[@]}"; do
 		h=${GPC_HOSTS[$i]}
 		mkdir -p "$TMP/$h"
@@ -174,6 +186,9 @@ control_socket = "$GAPPACE_CONTROL_SOCK"
 state_file = "$TMP/$h/state.json"
 phase_timeout = "30s"
 history = 64
+[remedies]
+pacing = $pacing
+rto = $rto
 [rto]
 floor = "${RTO_MS}ms"
 [pacing]
@@ -183,6 +198,7 @@ queue_packets = $QUEUE
 frame_overhead = 66
 [planner]
 model = "$PLANNER"
+learn = $LEARN
 $(gp_cluster_bottlenecks_toml)
 CONF
 		ip netns exec "${GPC_HOST_NS[$i]}" "$BUILD/daemon/gappaced" --config "$TMP/$h/gappaced.toml" \
@@ -253,7 +269,16 @@ run_mpi() { # VARIANT SIZE N_LEFT -> one JSON line: the collectives report plus 
 	local iters
 	iters=$(awk -v c="$C_BPS" -v s="$SECONDS_PER_RUN" -v x="$cross_pairs" -v m="$m" \
 		'BEGIN { n = int(2 * c / 8 * s / (x * m)); if (n < 4) n = 4; if (n > 20000) n = 20000; print n }')
-	[[ $variant == mpi-gappaced ]] && env=(--env "LD_PRELOAD=$shim" --env "GAPPACE_HINTS_SOCK=$GAPPACE_HINTS_SOCK")
+	# The warm-up and the iterations must fit the cell bound even at a quarter of C (Open MPI
+	# at mid sizes without remedies gets less than that); a cell that cannot is skipped, said
+	# so in its line, and not counted as a failure (8+8 at 4 MB needs about 215 s).
+	local need_s
+	need_s=$(awk -v c="$C_BPS" -v x="$cross_pairs" -v m="$m" -v n="$iters" 'BEGIN { printf "%.0f", (n + 1) * x * m * 8 / (2 * c) / 0.25 }')
+	if ((need_s > CELL_TIMEOUT)); then
+		echo '{"skipped":"'"$((iters + 1)) alltoalls of $m B need about ${need_s} s at 0.25 of C, more than --cell-timeout $CELL_TIMEOUT"'"}'
+		return
+	fi
+	[[ $variant == mpi-gappaced* ]] && env=(--env "LD_PRELOAD=$shim" --env "GAPPACE_HINTS_SOCK=$GAPPACE_HINTS_SOCK")
 	local before=() after=()
 	for i in "${!GPC_HOSTS[@]}"; do before+=("$(tcp_counters "${GPC_HOST_NS[$i]}")"); done
 	local out rc=0
@@ -284,7 +309,7 @@ RUNS=$OUT/runs.jsonl
 {
 	echo "machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), kernel $(uname -r)"
 	echo "started: $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "command: $0 --topologies $TOPOLOGIES --sizes $SIZES --variants $VARIANTS --reps $REPS --rate $RATE --queue $QUEUE --seconds $SECONDS_PER_RUN --cell-timeout $CELL_TIMEOUT --pattern $PATTERN --sndbuf $SNDBUF --planner $PLANNER$( ((${#GUEST_MODES[@]})) && echo " --guest-kernel ${GUEST_KERNEL:-(newest)} --guest-topologies $GUEST_TOPOLOGIES --guest-rate $GUEST_RATE --guest-queue $GUEST_QUEUE --guest-max-size $GUEST_MAX_SIZE --guest-seconds $GUEST_SECONDS")"
+	echo "command: $0 --topologies $TOPOLOGIES --sizes $SIZES --variants $VARIANTS --reps $REPS --rate $RATE --queue $QUEUE --seconds $SECONDS_PER_RUN --cell-timeout $CELL_TIMEOUT --pattern $PATTERN --sndbuf $SNDBUF --planner $PLANNER --remedies $REMEDIES$([[ $LEARN == true ]] && echo " --learn")$( ((${#GUEST_MODES[@]})) && echo " --guest-kernel ${GUEST_KERNEL:-(newest)} --guest-topologies $GUEST_TOPOLOGIES --guest-rate $GUEST_RATE --guest-queue $GUEST_QUEUE --guest-max-size $GUEST_MAX_SIZE --guest-seconds $GUEST_SECONDS")"
 } >"$OUT/machine.txt"
 cat "$OUT/machine.txt" >&2
 failures=0
@@ -295,12 +320,15 @@ for topo in "${TOPOS[@]}"; do
 	echo "== $topo: ${#GPC_HOSTS[@]} hosts, bottleneck $RATE, FIFO $QUEUE packets, cc $GPC_CC" >&2
 	for variant in "${HOST_VARIANTS[@]}"; do
 		case $variant in rto | rto+pace) set_hand_rto on ;; esac
-		case $variant in gappaced | mpi-gappaced) start_daemons ;; esac
+		case $variant in
+		gappaced | mpi-gappaced) start_daemons ;;
+		mpi-gappaced-rto) start_daemons false "$RTO_ON" ;;
+		esac
 		for size in "${SIZE_LIST[@]}"; do
 			m=$(bytes_of "$size")
 			for rep in $(seq "$REPS"); do
 				dc_before='{}'
-				[[ $variant == *gappaced ]] && dc_before=$(daemon_counters)
+				[[ $variant == *gappaced* ]] && dc_before=$(daemon_counters)
 				if [[ $variant == mpi-* ]]; then
 					line=$(run_mpi "$variant" "$m" "$n_left")
 				else
@@ -310,12 +338,14 @@ for topo in "${TOPOS[@]}"; do
 				# lines, null if nothing parses.
 				line=$(jq -c -s 'map(select(type == "object")) | .[0]' 2>/dev/null <<<"$line") || line=null
 				[[ -n $line ]] || line=null
-				if ! jq -e 'type == "object" and (.fraction_of_capacity | type) == "number"' >/dev/null 2>&1 <<<"$line"; then
+				if jq -e 'type == "object" and has("skipped")' >/dev/null 2>&1 <<<"$line"; then
+					echo "bench-system: $topo $variant $size rep $rep: skipped: $(jq -r .skipped <<<"$line")" >&2
+				elif ! jq -e 'type == "object" and (.fraction_of_capacity | type) == "number"' >/dev/null 2>&1 <<<"$line"; then
 					echo "bench-system: $topo $variant $size rep $rep: no result: $(head -c 300 <<<"$line") $(tail -n 3 "$TMP"/*.err 2>/dev/null | head -c 600)" >&2
 					failures=$((failures + 1))
 				fi
 				dc='null'
-				if [[ $variant == *gappaced ]]; then
+				if [[ $variant == *gappaced* ]]; then
 					dc=$(jq -n -c --argjson b "$dc_before" --argjson a "$(daemon_counters)" \
 						'$a | to_entries | map({key, value: (.value - ($b[.key] // 0))}) | from_entries')
 					# The daemons' recent phases: predicted, calibrated and measured times.
@@ -338,7 +368,7 @@ for topo in "${TOPOS[@]}"; do
 					<<<"$(tail -n1 "$RUNS")" >&2
 			done
 		done
-		if [[ $variant == *gappaced ]]; then
+		if [[ $variant == *gappaced* ]]; then
 			# What the daemons planned, predicted and measured (calibration), kept per host.
 			for i in "${!GPC_HOSTS[@]}"; do
 				ip netns exec "${GPC_HOST_NS[$i]}" "$BUILD/tools/gapctl/gapctl" -j daemon show \

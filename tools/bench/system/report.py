@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 VARIANT_ORDER = ["stock", "rto", "pace", "rto+pace", "gappaced", "module-stock", "module-gappaced",
-                 "mpi-stock", "mpi-gappaced"]
+                 "mpi-stock", "mpi-gappaced", "mpi-gappaced-rto"]
 VARIANT_TITLE = {
     "stock": "(a) stock",
     "rto": "(b) rto_min 5ms",
@@ -28,6 +28,7 @@ VARIANT_TITLE = {
     "module-gappaced": "(d) guest gappaced",
     "mpi-stock": "(e) MPI stock",
     "mpi-gappaced": "(e) MPI gappaced",
+    "mpi-gappaced-rto": "(e) MPI gappaced, floor only",
 }
 HAND = ["rto", "pace", "rto+pace"]
 
@@ -242,7 +243,7 @@ def planner_verdicts(rows, cells, topo, sizes):
     remedies of (b), and (c) itself), by bandwidth."""
     lines = []
     for variant, rivals in (("gappaced", ("stock", "rto", "pace", "rto+pace", "gappaced")),
-                            ("mpi-gappaced", ("mpi-stock", "mpi-gappaced"))):
+                            ("mpi-gappaced", ("mpi-stock", "mpi-gappaced", "mpi-gappaced-rto"))):
         off, judged = [], 0
         for m in sizes:
             ps = rows.get((topo, variant, m))

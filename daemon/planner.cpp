@@ -269,6 +269,7 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 		models::RtoChoices rto;
 		rto.stock_rto_us = kStockRtoUs;
 		rto.candidate_floor_us = candidate_floor_us;
+		rto.paced_stall_chance = paced_stall_chance(key_of(phase));
 		models::DecisionBounds bounds;
 		bounds.pacing_allowed = config.pacing;
 		bounds.rto_allowed = config.rto;
@@ -339,11 +340,45 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 	return plan;
 }
 
+namespace {
+
+// A phase stalled if it waited on a 200 ms timer (a tail's RTO at the stock minimum, or the
+// delayed-ACK ceiling): at least half of that past its calibrated prediction, and at least twice
+// as long, so that a long phase's ordinary spread is not taken for one.
+bool stalled(double expected_us, double measured_us)
+{
+	return measured_us >= expected_us + kStockRtoUs / 2 && measured_us >= 2 * expected_us;
+}
+
+// Paced phases counted as if they had not stalled before any was measured: one stall of a key
+// weighs 1 / (phases + this), not 1. 16: one stall among the first 16 paced phases buys the floor
+// for phases up to about 75 ms (kFloorRunningCost), not for longer ones.
+constexpr double kStallPriorPhases = 16;
+constexpr size_t kMaxStallKeys = 1024;
+
+} // namespace
+
+double ModelPlanner::paced_stall_chance(const models::CalibrationKey &key) const
+{
+	const auto it = stalls_.find(key);
+	if (it == stalls_.end())
+		return 0;
+	return static_cast<double>(it->second.stalled) / (static_cast<double>(it->second.phases) + kStallPriorPhases);
+}
+
 void ModelPlanner::observe(const hint::Header &phase, double predicted_us, uint64_t duration_ns, const Plan &applied)
 {
 	if (predicted_us <= 0 || duration_ns == 0)
 		return;
 	const double measured_us = static_cast<double>(duration_ns) / 1000.0;
+	if (plan_kind(applied) == models::PlanKind::Pace &&
+	    (stalls_.size() < kMaxStallKeys || stalls_.contains(key_of(phase)))) {
+		// A key's first paced phase is not judged: it carries the connections' and the
+		// settings' first use.
+		PacedStalls &s = stalls_[key_of(phase)];
+		if (s.phases++ > 0 && stalled(calibration_.corrected_us(key_of(phase), predicted_us), measured_us))
+			++s.stalled;
+	}
 	if (calibration_.record(key_of(phase), predicted_us, measured_us))
 		++observed_;
 	if (learn_)
@@ -367,6 +402,17 @@ void ModelPlanner::describe(JsonWriter &j) const
 		j.field("mean_abs_error_corrected_us", s.mean_abs_error_corrected_us);
 		j.end_object();
 	});
+	j.end_array();
+	j.key("paced_stalls").begin_array();
+	for (const auto &[key, s] : stalls_) {
+		j.begin_object();
+		j.field("kind", hint::kind_name(key.kind) ? hint::kind_name(key.kind) : "?");
+		j.field("size_class", static_cast<int64_t>(key.size_class));
+		j.field("processes", key.processes);
+		j.field("phases", s.phases).field("stalled", s.stalled);
+		j.field("chance", paced_stall_chance(key));
+		j.end_object();
+	}
 	j.end_array();
 	j.field("learn", learn_);
 	j.key("measured_plans").begin_array();

@@ -15,6 +15,8 @@
 // Remedies switched off in the config are never planned.
 #pragma once
 
+#include <map>
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -110,6 +112,15 @@ private:
 	// Measured phase times per plan (plan_learner.hpp). Mutable: choosing counts the phase for
 	// exploration; the daemon plans from its one thread.
 	mutable models::PlanLearner learner_;
+	// Paced phases run without a floor, per key, and how many of them stalled (waited on a
+	// 200 ms timer: see stalled()); their share is the paced stall chance the models weigh
+	// against the floor's running cost (models/decision.hpp).
+	struct PacedStalls {
+		uint64_t phases = 0;
+		uint64_t stalled = 0;
+	};
+	std::map<models::CalibrationKey, PacedStalls> stalls_;
+	double paced_stall_chance(const models::CalibrationKey &key) const;
 };
 
 // What a plan changes, in the models' terms: nothing, rto, pace or both.

@@ -73,7 +73,8 @@ Decision decide(const PhaseShape &phase, const BottleneckShape &bottleneck, cons
 	const bool paced_loss = paces ? overflows(C, q, m, flows, rate) : unpaced_loss;
 	const double turns = phase.rendezvous_both_ways ? 2.0 : 1.0;
 	const double paced_us = paces ? std::max(base_us, turns * 8e6 * m / rate + L) : base_us;
-	const double paced_loss_chance = paced_loss ? 1.0 : (paces ? kPacedResidualLoss : 0.0);
+	const double paced_stall = paced_loss ? 1.0 : (paces ? std::clamp(rto.paced_stall_chance, 0.0, 1.0) : 0.0);
+	const double floored = paces ? 1.0 + kFloorRunningCost : 1.0; // charged to paced phases only (decision.hpp)
 	const double pace_setup = paces ? bounds.pace_setup_us : 0.0;
 
 	const double floor_us = std::clamp(rto.candidate_floor_us, bounds.rto_min_us, bounds.rto_max_us);
@@ -86,17 +87,30 @@ Decision decide(const PhaseShape &phase, const BottleneckShape &bottleneck, cons
 	    unpaced_loss);
 	set(PlanKind::Rto, bounds.rto_allowed, base_us + (unpaced_loss ? floor_us : 0.0) + bounds.rto_setup_us, 0.0,
 	    floor_us, unpaced_loss);
-	set(PlanKind::Pace, bounds.pacing_allowed, paced_us + paced_loss_chance * rto.stock_rto_us + pace_setup, rate,
+	set(PlanKind::Pace, bounds.pacing_allowed, paced_us + paced_stall * rto.stock_rto_us + pace_setup, rate,
 	    rto.stock_rto_us, paced_loss);
 	set(PlanKind::Both, bounds.pacing_allowed && bounds.rto_allowed,
-	    paced_us + paced_loss_chance * floor_us + pace_setup + bounds.rto_setup_us, rate, floor_us, paced_loss);
+	    paced_us * floored + paced_stall * floor_us + pace_setup + bounds.rto_setup_us, rate, floor_us, paced_loss);
 
+	// Whether to pace is decided without the measured stalls: they only say whether a paced phase
+	// takes the floor too. (The floor alone's prediction counts one loss per phase, PlogP-BR's
+	// E_q; a long unpaced phase pays many, so a few stalls must not trade pacing for it.)
 	// Preference on ties: the plan that changes less.
+	auto without_stalls = [&](PlanKind kind) {
+		const PlanPrediction &p = d.prediction(kind);
+		if (paced_loss || (kind != PlanKind::Pace && kind != PlanKind::Both))
+			return p.time_us;
+		return p.time_us - paced_stall * p.rto_us;
+	};
 	d.best = PlanKind::Nothing;
 	for (PlanKind kind : kAllPlans) {
-		const PlanPrediction &p = d.prediction(kind);
-		if (p.allowed && p.time_us < d.prediction(d.best).time_us)
+		if (d.prediction(kind).allowed && without_stalls(kind) < without_stalls(d.best))
 			d.best = kind;
+	}
+	if (d.best == PlanKind::Pace || d.best == PlanKind::Both) {
+		const PlanPrediction &pace = d.prediction(PlanKind::Pace), &both = d.prediction(PlanKind::Both);
+		if (pace.allowed && both.allowed)
+			d.best = both.time_us < pace.time_us ? PlanKind::Both : PlanKind::Pace;
 	}
 
 	std::string text = std::to_string(flows) + " flows x " + std::to_string(static_cast<uint64_t>(m)) + " B" +

@@ -11,14 +11,16 @@
 //                                                              connections with data both ways, else 1
 //   loss      = overflows(C, q, m, n, rate)                    (rate: S, or the senders' link rate
 //                                                              when unpaced; rate_bound.hpp)
-//   T(plan)   = (paced or base) + P(loss) T_RTO(plan) + setup(plan)
+//   T(plan)   = (paced or base) + P(stall) T_RTO(plan) + setup(plan), and T(both) also pays
+//               kFloorRunningCost x paced
 // with T_RTO = the stock RTO minimum, or the candidate floor clamped to [rto_min, rto_max]. With
-// unpaced senders much faster than C the loss test is PlogP-BR's E_q: q < n m. P(loss) is 1 where
-// the test says overflow, 0 for an unpaced burst it says fits, and kPacedResidualLoss for a paced
-// phase it says fits: the rate bound lets the queue fill exactly, so timing the model does not
-// see (flows of the phase before, packets that reach the switch in batches) can still overflow
-// it, and a slowed flow can wait on the delayed-ACK ceiling, which the floor lowers with the RTO.
-// Any such probability above setup / (T_RTO - floor) makes a paced phase take the floor too.
+// unpaced senders much faster than C the loss test is PlogP-BR's E_q: q < n m. P(stall) is 1 where
+// the test says overflow, 0 for an unpaced burst it says fits, and the measured stall chance of
+// the key's paced phases for a paced phase it says fits (RtoChoices::paced_stall_chance): the
+// rate bound lets the queue fill exactly, so timing the model does not see (flows of the phase
+// before, packets that reach the switch in batches) can still overflow it, and a slowed flow can
+// wait on the delayed-ACK ceiling, which the floor lowers with the RTO. The measured stalls only
+// choose between pace and both: whether to pace is decided as if there were none.
 // Configuration bounds always win: the rate is never below min_rate, the floor never outside
 // [rto_min, rto_max], and a remedy switched off is never chosen. Ties go to the plan that changes
 // less: nothing, then rto, then pace, then both.
@@ -50,13 +52,6 @@ struct PhaseShape {
 	bool rendezvous_both_ways = false;
 };
 
-// The chance that a paced phase the rate bound says fits still waits on a 200 ms timer (a lost
-// tail's RTO, or the delayed-ACK ceiling) that the floor plan lowers (see above). Measured on the
-// test cluster: paced Open MPI phases of 16 KB waited about 200 ms about one time in ten; 8+8
-// gp-alltoall, paced, had 7-12 timeouts per run. The choice does not depend on the value as long
-// as it exceeds setup / (T_RTO - floor), about 0.03 % for the stock backend.
-inline constexpr double kPacedResidualLoss = 0.01;
-
 struct BottleneckShape {
 	double capacity_bps = 0;	// C
 	uint64_t queue_packets = 0;	// q, in frames of `mtu_bytes`
@@ -68,7 +63,20 @@ struct BottleneckShape {
 struct RtoChoices {
 	double stock_rto_us = 200000;	// the kernel's RTO minimum (TCP_RTO_MIN)
 	double candidate_floor_us = 0;	// e.g. rto_floor_us(); clamped to the bounds below
+	// The chance that a paced phase the rate bound says fits still waits on a 200 ms timer
+	// (the measured share of such phases that stalled; 0 until one did).
+	double paced_stall_chance = 0;
 };
+
+// What a floor costs while it is in place, as a share of the phase: it lowers the delayed-ACK
+// ceiling with the RTO, so receivers acknowledge every segment (twice the ACKs through the
+// bottleneck and the hosts), and a lower RTO retransmits sooner when queues delay ACKs.
+// Measured on the 4+4 test cluster, gp-alltoall at 1 MB, paced with and without the floor,
+// alternated: 0.75 / 0.78 against 0.84 / 0.86 of C. It makes a paced phase take the floor only
+// where its measured stalls cost more than that. It is not charged to the floor alone: there
+// the unpaced burst's losses, which PlogP-BR counts once per phase, are what the floor shortens,
+// and long unpaced phases pay many (Open MPI at 4 MB: about 150 timeouts per run, stock).
+inline constexpr double kFloorRunningCost = 0.08;
 
 struct DecisionBounds {
 	bool pacing_allowed = true;

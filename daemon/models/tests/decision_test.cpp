@@ -1,5 +1,5 @@
 // Decision support (Documentation/models.md, "Decision"): predicted phase time per plan,
-//   T(plan) = max(f g(m), r 8 m / S, 8 n m / C) + L + P(loss) T_RTO(plan) + setup(plan),
+//   T(plan) = (max(f g(m), r 8 m / S, 8 n m / C) + L) (1 + [floored] k) + P(stall) T_RTO(plan) + setup(plan),
 // on the 200 Mbit/s path of the parameter file's example with a 40-frame queue.
 #include <gtest/gtest.h>
 
@@ -65,35 +65,46 @@ TEST(Decision, BurstThatFitsNeedsNothing)
 }
 
 // A large burst (4 senders x 3 connections x 256 KiB) overflows the queue (E_q = 1): pacing at
-// S = C m / (n m - q) removes the loss and wins over both the stock RTO and the floor. The paced
-// phase still carries the residual chance of a loss, so it takes the floor too ("both").
+// S = C m / (n m - q) removes the loss and wins over both the stock RTO and the floor; the floor
+// on top only adds its running cost while no paced phase of the key has stalled.
 TEST(Decision, LargeBurstIsPaced)
 {
 	const double m = 262144;
 	const Decision d = decide(phase(4, 3, m), bottleneck(), test::path_table(), kRto, bounds());
-	EXPECT_EQ(d.best, PlanKind::Both) << d.explanation;
+	EXPECT_EQ(d.best, PlanKind::Pace) << d.explanation;
 	const PlanPrediction &pace = d.prediction(PlanKind::Pace);
 	EXPECT_DOUBLE_EQ(pace.rate_bps, shared_max_rate_bps(kC, 60000, m, 12));
 	EXPECT_FALSE(pace.loss_expected);
 	EXPECT_TRUE(d.prediction(PlanKind::Nothing).loss_expected);
-	// The paced phase is bottleneck-bound: 8 n m / C + L, plus the residual loss's share of
-	// its RTO: the stock one paced alone, the floor with both.
-	EXPECT_NEAR(pace.time_us, 8e6 * 12 * m / kC + test::kPathLatencyUs + kPacedResidualLoss * kStockRto, 1e-6);
-	EXPECT_NEAR(d.prediction(PlanKind::Both).time_us,
-		    8e6 * 12 * m / kC + test::kPathLatencyUs + kPacedResidualLoss * kFloor, 1e-6);
+	// The paced phase is bottleneck-bound: 8 n m / C + L; with the floor, that times 1 + k.
+	const double paced = 8e6 * 12 * m / kC + test::kPathLatencyUs;
+	EXPECT_NEAR(pace.time_us, paced, 1e-6);
+	EXPECT_NEAR(d.prediction(PlanKind::Both).time_us, paced * (1 + kFloorRunningCost), 1e-6);
 	EXPECT_LT(pace.time_us, d.prediction(PlanKind::Rto).time_us);
 	EXPECT_LT(d.prediction(PlanKind::Rto).time_us, d.prediction(PlanKind::Nothing).time_us);
 	EXPECT_NE(d.explanation.find("pace"), std::string::npos);
 }
 
-// Pacing without the floor where the floor is not allowed: the residual loss alone never makes
-// the model give up pacing (it is far cheaper than the certain loss of the unpaced burst).
-TEST(Decision, PacedWithoutTheFloorWhereItIsOff)
+// Paced phases of this kind that stalled (waited on a 200 ms timer) make the floor worth its
+// running cost: P(stall) T_stock against P(stall) floor + k paced. Short phases flip at a small
+// stall chance, long ones only at a large one; with the floor switched off, pacing stays.
+TEST(Decision, StallsOfPacedPhasesBuyTheFloor)
 {
-	DecisionBounds b = bounds();
-	b.rto_allowed = false;
-	const Decision d = decide(phase(4, 3, 262144), bottleneck(), test::path_table(), kRto, b);
-	EXPECT_EQ(d.best, PlanKind::Pace) << d.explanation;
+	RtoChoices stalls = kRto;
+	stalls.paced_stall_chance = 0.1; // Open MPI's paced 16 KB phases: about one in ten
+	const Decision short_phase = decide(phase(4, 4, 16384), bottleneck(), test::path_table(), stalls, bounds());
+	EXPECT_EQ(short_phase.best, PlanKind::Both) << short_phase.explanation;
+	EXPECT_NEAR(short_phase.prediction(PlanKind::Pace).time_us - short_phase.prediction(PlanKind::Both).time_us,
+		    0.1 * (kStockRto - kFloor) - kFloorRunningCost * (8e6 * 16 * 16384 / kC + test::kPathLatencyUs), 1e-6);
+	const Decision long_phase = decide(phase(4, 4, 4 << 20), bottleneck(), test::path_table(), stalls, bounds());
+	// 4 MB: the floor's running cost (8 % of 2.7 s) outweighs 10 % of 200 ms. Stalls never
+	// trade pacing for the floor alone (whose one predicted loss would cost less than 20 ms):
+	// the phase stays paced.
+	EXPECT_EQ(long_phase.best, PlanKind::Pace) << long_phase.explanation;
+	EXPECT_GT(long_phase.prediction(PlanKind::Both).time_us, long_phase.prediction(PlanKind::Pace).time_us);
+	DecisionBounds off = bounds();
+	off.rto_allowed = false;
+	EXPECT_EQ(decide(phase(4, 4, 16384), bottleneck(), test::path_table(), stalls, off).best, PlanKind::Pace);
 }
 
 // Rendezvous on connections with data both ways: the clear-to-send of a paced message waits
@@ -107,14 +118,14 @@ TEST(Decision, RendezvousBothWaysPrefersTheFloorToPacing)
 	const double m = 1048576;
 	PhaseShape eager = phase(4, 4, m);
 	const Decision e = decide(eager, bottleneck(), test::path_table(), kRto, bounds());
-	EXPECT_EQ(e.best, PlanKind::Both) << e.explanation;
+	EXPECT_EQ(e.best, PlanKind::Pace) << e.explanation;
 	PhaseShape rendezvous = eager;
 	rendezvous.rendezvous_both_ways = true;
 	const Decision r = decide(rendezvous, bottleneck(), test::path_table(), kRto, bounds());
 	EXPECT_EQ(r.best, PlanKind::Rto) << r.explanation;
 	const double S = r.prediction(PlanKind::Pace).rate_bps;
-	EXPECT_NEAR(r.prediction(PlanKind::Both).time_us,
-		    std::max(8e6 * 16 * m / kC, 2 * 8e6 * m / S) + test::kPathLatencyUs + kPacedResidualLoss * kFloor, 1e-6);
+	EXPECT_NEAR(r.prediction(PlanKind::Pace).time_us,
+		    std::max(8e6 * 16 * m / kC, 2 * 8e6 * m / S) + test::kPathLatencyUs, 1e-6);
 	// Unpaced plans do not change: the clear-to-send waits behind data that leaves at the
 	// rate TCP finds, not at a paced one.
 	EXPECT_DOUBLE_EQ(r.prediction(PlanKind::Rto).time_us, e.prediction(PlanKind::Rto).time_us);

@@ -30,7 +30,7 @@ struct Config {
 	uint32_t open_flags = 0;	// GAPPACE_SHIM_CARRIER=socket: GAPCTL_OPEN_NO_KERNEL,
 					// GAPPACE_SHIM_SEND=inline: GAPCTL_OPEN_NO_THREAD
 	uint64_t eager_limit = 0;	// GAPPACE_SHIM_EAGER_LIMIT, else the MPI's own; 0: unknown
-	const char *eager_source = "unknown";
+	const char *eager_source = nullptr; // where eager_limit came from; nullptr: not set yet
 };
 
 Config g_config;
@@ -444,13 +444,14 @@ void shim_start() noexcept
 		const unsigned long long n = strtoull(eager, &end, 10);
 		if (*end != '\0' || errno || eager[0] == '-')
 			fprintf(stderr, "gapctl-mpi: ignoring GAPPACE_SHIM_EAGER_LIMIT=%s (want bytes)\n", eager);
-		else
-			g_config.eager_limit = n, g_config.eager_source = "GAPPACE_SHIM_EAGER_LIMIT";
+		else {
+			g_config.eager_limit = n;
+			g_config.eager_source = "GAPPACE_SHIM_EAGER_LIMIT";
+		}
 	}
-	if (!std::strcmp(g_config.eager_source, "unknown")) {
+	if (!g_config.eager_source) {
 		g_config.eager_limit = eager_limit_from_mpi_t();
-		if (g_config.eager_limit)
-			g_config.eager_source = "btl_tcp_eager_limit";
+		g_config.eager_source = g_config.eager_limit ? "btl_tcp_eager_limit" : "unknown";
 	}
 	if (const char *send = getenv("GAPPACE_SHIM_SEND")) {
 		if (strcmp(send, "inline") == 0)

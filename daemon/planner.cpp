@@ -371,18 +371,18 @@ void ModelPlanner::observe(const hint::Header &phase, double predicted_us, uint6
 	if (predicted_us <= 0 || duration_ns == 0)
 		return;
 	const double measured_us = static_cast<double>(duration_ns) / 1000.0;
-	if (plan_kind(applied) == models::PlanKind::Pace &&
-	    (stalls_.size() < kMaxStallKeys || stalls_.contains(key_of(phase)))) {
+	const models::CalibrationKey key = key_of(phase);
+	if (plan_kind(applied) == models::PlanKind::Pace && (stalls_.size() < kMaxStallKeys || stalls_.contains(key))) {
 		// A key's first paced phase is not judged: it carries the connections' and the
 		// settings' first use.
-		PacedStalls &s = stalls_[key_of(phase)];
-		if (s.phases++ > 0 && stalled(calibration_.corrected_us(key_of(phase), predicted_us), measured_us))
+		PacedStalls &s = stalls_[key];
+		if (s.phases++ > 0 && stalled(calibration_.corrected_us(key, predicted_us), measured_us))
 			++s.stalled;
 	}
-	if (calibration_.record(key_of(phase), predicted_us, measured_us))
+	if (calibration_.record(key, predicted_us, measured_us))
 		++observed_;
 	if (learn_)
-		learner_.record(key_of(phase), plan_kind(applied), measured_us);
+		learner_.record(key, plan_kind(applied), measured_us);
 }
 
 void ModelPlanner::describe(JsonWriter &j) const

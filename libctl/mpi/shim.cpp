@@ -134,6 +134,10 @@ bool env_flag(const char *name, bool fallback)
 // clear-to-send (rendezvous). Read through MPI_T, by the control variables the libraries we
 // know name it with: Open MPI's TCP BTL. 0 when none is found (MPICH's ch4:ucx leaves the
 // choice to UCX, which MPI_T does not show).
+// What the MPI message header takes from the eager limit: ample for Open MPI's ob1 match header
+// (14-24 bytes).
+constexpr uint64_t kMessageHeaderAllowance = 64;
+
 uint64_t eager_limit_from_mpi_t() noexcept
 {
 	int provided = 0;
@@ -545,9 +549,11 @@ Phase phase_begin(const CommState &cs, uint32_t kind, uint32_t flags, uint64_t b
 	desc.struct_size = sizeof(desc);
 	desc.kind = kind;
 	desc.algorithm = GAPCTL_ALGORITHM_UNKNOWN;
-	// Beyond the eager limit (less the message header, for which 64 bytes is ample: Open
-	// MPI's ob1 match header is 14-24), each message waits for its receiver's clear-to-send.
-	desc.flags = flags | (g_config.eager_limit && bytes + 64 > g_config.eager_limit ? GAPCTL_F_RENDEZVOUS : 0);
+	// Beyond the eager limit (less the message header), each message waits for its
+	// receiver's clear-to-send.
+	desc.flags = flags | (g_config.eager_limit && bytes + kMessageHeaderAllowance > g_config.eager_limit
+				      ? GAPCTL_F_RENDEZVOUS
+				      : 0);
 	desc.bytes_per_peer = bytes;
 	desc.comm_size = static_cast<uint32_t>(cs.size);
 	desc.rank = cs.rank;

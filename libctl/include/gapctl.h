@@ -122,6 +122,11 @@ struct gapctl_stats {
 	/* Appended. Of hints_sent, those the calling thread sent itself because the
 	 * sender thread slept (cheaper than waking it). */
 	uint64_t hints_direct;
+	/* Appended. How calling threads got the sender thread to a queued hint: doorbells
+	 * wake it at once (a cross-CPU wake-up, paid by the caller); timed looks are armed
+	 * by the first queued hint of a burst and wake it about 50 us later, from a timer. */
+	uint64_t doorbells;
+	uint64_t timed_looks;
 };
 
 enum gapctl_carrier {

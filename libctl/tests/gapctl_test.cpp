@@ -414,6 +414,45 @@ TEST(Library, AnIsolatedHintIsSentByTheCallerAndOrderHolds)
 	gapctl_close(handle);
 }
 
+// A burst that finds the thread asleep: its first hint goes directly, the rest through the
+// ring; the thread is fetched by a timer armed by the burst's first queued hint, not by the
+// doorbell (a cross-CPU wake-up paid by the caller). Nothing is flushed here: the timer alone
+// must bring every hint to the daemon, in order.
+TEST(Library, ABurstIsFetchedByATimerNotTheDoorbell)
+{
+	FakeDaemon daemon;
+	gapctl_t *handle = nullptr;
+	ASSERT_EQ(gapctl_open(&handle, GAPCTL_OPEN_NO_KERNEL), 0);
+	ASSERT_TRUE(daemon.accept_client());
+	std::vector<gapctl_peer> peers = {v4_peer("10.0.0.2", 1)};
+	auto phase = alltoall(peers, 4096);
+	constexpr int kBurst = 32;
+	uint64_t timed = 0;
+	// Bounded rounds: a round whose calls were all preempted apart is no burst.
+	for (int round = 0; round < 5 && timed == 0; ++round) {
+		std::this_thread::sleep_for(std::chrono::milliseconds(20)); // the thread falls asleep
+		const auto before = stats_of(handle);
+		std::vector<uint64_t> expected;
+		for (int i = 0; i < kBurst; ++i) {
+			uint64_t id = 0;
+			ASSERT_EQ(gapctl_phase_begin(handle, &phase, &id), 0);
+			expected.push_back(id);
+		}
+		for (size_t i = 0; i < expected.size(); ++i) {
+			auto hint = daemon.next();
+			ASSERT_TRUE(hint) << "hint " << i << " of the burst never arrived";
+			EXPECT_EQ(hint->header.phase_id, expected[i]) << "hint " << i;
+		}
+		const auto after = stats_of(handle);
+		EXPECT_EQ(after.hints_sent - before.hints_sent, uint64_t{kBurst});
+		EXPECT_EQ(after.hints_dropped, 0u);
+		EXPECT_EQ(after.doorbells - before.doorbells, 0u) << "a burst rang the doorbell";
+		timed += after.timed_looks - before.timed_looks;
+	}
+	EXPECT_GE(timed, 1u) << "no burst's hint was left to the timer";
+	gapctl_close(handle);
+}
+
 TEST(Library, WithoutADaemonHintsAreDroppedAndCounted)
 {
 	setenv("GAPPACE_HINTS_SOCK", "/tmp/gapctl-test-nonexistent/hints.sock", 1);

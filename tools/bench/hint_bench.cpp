@@ -213,6 +213,7 @@ std::vector<gapctl_peer> make_peers(size_t n, Form form)
 struct HandleStats {
 	uint64_t queued = 0, sent = 0, dropped = 0, rejected = 0;
 	uint32_t carrier = GAPCTL_CARRIER_NONE;
+	uint64_t direct = 0, doorbells = 0, timed_looks = 0;
 };
 
 HandleStats stats_of(gapctl_t *h)
@@ -220,7 +221,8 @@ HandleStats stats_of(gapctl_t *h)
 	gapctl_stats s{};
 	s.struct_size = sizeof(s);
 	gapctl_get_stats(h, &s);
-	return HandleStats{s.hints_queued, s.hints_sent, s.hints_dropped, s.hints_rejected, s.carrier};
+	return HandleStats{s.hints_queued, s.hints_sent, s.hints_dropped, s.hints_rejected,
+			   s.carrier,	   s.hints_direct, s.doorbells,	   s.timed_looks};
 }
 
 // One handle per benchmark run, connected to the fake daemon before timing starts.
@@ -262,6 +264,14 @@ public:
 		state_.counters["sent"] = benchmark::Counter(static_cast<double>(s.sent));
 		state_.counters["dropped"] = benchmark::Counter(static_cast<double>(s.dropped));
 		state_.counters["received"] = benchmark::Counter(static_cast<double>(received));
+		// How the sender thread was fetched, per hint: directly sent, doorbell (a wake-up
+		// the caller pays), timer (armed by a burst's first queued hint).
+		const double per_hint = s.queued ? 1.0 / static_cast<double>(s.queued) : 0.0;
+		state_.counters["direct"] = benchmark::Counter(static_cast<double>(s.direct) * per_hint, benchmark::Counter::kAvgThreads);
+		state_.counters["doorbell"] =
+			benchmark::Counter(static_cast<double>(s.doorbells) * per_hint, benchmark::Counter::kAvgThreads);
+		state_.counters["timed"] =
+			benchmark::Counter(static_cast<double>(s.timed_looks) * per_hint, benchmark::Counter::kAvgThreads);
 		state_.counters["sent_pct"] =
 			benchmark::Counter(s.queued ? 100.0 * static_cast<double>(s.sent) / static_cast<double>(s.queued) : 0.0,
 					   benchmark::Counter::kAvgThreads);

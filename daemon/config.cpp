@@ -208,7 +208,7 @@ Expected<Config> parse_config(const std::string &text, const std::string &source
 	}
 
 	if (const toml::table *t = section(check, root, "planner")) {
-		check.only_keys(*t, "planner", {"model", "parameters", "queue_share", "learn"});
+		check.only_keys(*t, "planner", {"model", "parameters", "queue_share", "floor_cost", "learn"});
 		if (auto v = check.get<std::string>(*t, "planner", "model", "a string")) {
 			if (*v == "models" || *v == "default")
 				config.planner = *v;
@@ -227,6 +227,13 @@ Expected<Config> parse_config(const std::string &text, const std::string &source
 				check.fail(node->source(), "planner.queue_share", "must be a number in 0.05 .. 1");
 			else
 				config.queue_share = *v;
+		}
+		if (const toml::node *node = t->get("floor_cost")) {
+			auto v = node->value<double>();
+			if (!v || !(*v >= 0.0 && *v <= 1.0))
+				check.fail(node->source(), "planner.floor_cost", "must be a number in 0 .. 1");
+			else
+				config.floor_cost = *v;
 		}
 		if (auto v = check.get<bool>(*t, "planner", "learn", "true or false"))
 			config.learn_plans = *v;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "expected.hpp"
+#include "decision.hpp"
 #include "prefix.hpp"
 
 namespace gp::daemon {
@@ -72,6 +73,10 @@ struct Config {
 	// Share of the switch queue the models may plan to fill: the rest absorbs what they do not
 	// see (ACKs, other traffic, pacing jitter, senders starting at different times).
 	double queue_share = 0.5;
+	// What an RTO floor costs a paced phase while in place, as a share of its time (twice the
+	// ACKs, earlier retransmissions). The default is measured on the 2-CPU test cluster
+	// (models/decision.hpp); hosts with CPU to spare pay less.
+	double floor_cost = models::kFloorRunningCost;
 	// Let measured phase times override the models' choice of plan (models/plan_learner.hpp).
 	// Off by default: on the 4+4 benchmark it helped one cell and cost another (models.md).
 	bool learn_plans = false;

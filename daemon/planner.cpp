@@ -270,6 +270,7 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 		rto.stock_rto_us = kStockRtoUs;
 		rto.candidate_floor_us = candidate_floor_us;
 		rto.paced_stall_chance = paced_stall_chance(key_of(phase));
+		rto.floor_running_cost = config.floor_cost;
 		models::DecisionBounds bounds;
 		bounds.pacing_allowed = config.pacing;
 		bounds.rto_allowed = config.rto;

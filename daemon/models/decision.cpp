@@ -74,7 +74,8 @@ Decision decide(const PhaseShape &phase, const BottleneckShape &bottleneck, cons
 	const double turns = phase.rendezvous_both_ways ? 2.0 : 1.0;
 	const double paced_us = paces ? std::max(base_us, turns * 8e6 * m / rate + L) : base_us;
 	const double paced_stall = paced_loss ? 1.0 : (paces ? std::clamp(rto.paced_stall_chance, 0.0, 1.0) : 0.0);
-	const double floored = paces ? 1.0 + kFloorRunningCost : 1.0; // charged to paced phases only (decision.hpp)
+	const double running_cost = rto.floor_running_cost >= 0 ? rto.floor_running_cost : kFloorRunningCost;
+	const double floored = paces ? 1.0 + running_cost : 1.0; // charged to paced phases only (decision.hpp)
 	const double pace_setup = paces ? bounds.pace_setup_us : 0.0;
 
 	const double floor_us = std::clamp(rto.candidate_floor_us, bounds.rto_min_us, bounds.rto_max_us);

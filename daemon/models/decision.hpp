@@ -66,6 +66,9 @@ struct RtoChoices {
 	// The chance that a paced phase the rate bound says fits still waits on a 200 ms timer
 	// (the measured share of such phases that stalled; 0 until one did).
 	double paced_stall_chance = 0;
+	// What the floor costs a paced phase while in place, as a share of it (kFloorRunningCost
+	// below, unless the config says otherwise).
+	double floor_running_cost = -1; // < 0: kFloorRunningCost
 };
 
 // What a floor costs while it is in place, as a share of the phase: it lowers the delayed-ACK

@@ -105,6 +105,15 @@ TEST(Decision, StallsOfPacedPhasesBuyTheFloor)
 	DecisionBounds off = bounds();
 	off.rto_allowed = false;
 	EXPECT_EQ(decide(phase(4, 4, 16384), bottleneck(), test::path_table(), stalls, off).best, PlanKind::Pace);
+	// A host where the floor costs nothing while in place ([planner] floor_cost = 0): the same
+	// stall chance buys it for the 4 MB phase too, and "both" costs exactly the paced time plus
+	// the stalls at the floor.
+	RtoChoices free_floor = stalls;
+	free_floor.floor_running_cost = 0;
+	const Decision long_free = decide(phase(4, 4, 4 << 20), bottleneck(), test::path_table(), free_floor, bounds());
+	EXPECT_EQ(long_free.best, PlanKind::Both) << long_free.explanation;
+	EXPECT_NEAR(long_free.prediction(PlanKind::Both).time_us,
+		    8e6 * 16 * (4 << 20) / kC + test::kPathLatencyUs + 0.1 * kFloor, 1e-6);
 }
 
 // Rendezvous on connections with data both ways: the clear-to-send of a paced message waits

@@ -168,14 +168,17 @@ int main()
 			s.struct_size = sizeof(s);
 			gapctl_get_stats(handle, &s);
 			std::printf("{\"carrier\":%u,\"hints_queued\":%llu,\"hints_sent\":%llu,\"hints_dropped\":%llu,"
-				    "\"hints_rejected\":%llu,\"carrier_errors\":%llu,\"hints_quiet\":%llu,\"hints_direct\":%llu}\n",
+				    "\"hints_rejected\":%llu,\"carrier_errors\":%llu,\"hints_quiet\":%llu,\"hints_direct\":%llu,"
+				    "\"doorbells\":%llu,\"timed_looks\":%llu}\n",
 				    s.carrier, static_cast<unsigned long long>(s.hints_queued),
 				    static_cast<unsigned long long>(s.hints_sent),
 				    static_cast<unsigned long long>(s.hints_dropped),
 				    static_cast<unsigned long long>(s.hints_rejected),
 				    static_cast<unsigned long long>(s.carrier_errors),
 				    static_cast<unsigned long long>(s.hints_quiet),
-				    static_cast<unsigned long long>(s.hints_direct));
+				    static_cast<unsigned long long>(s.hints_direct),
+				    static_cast<unsigned long long>(s.doorbells),
+				    static_cast<unsigned long long>(s.timed_looks));
 		} else if (cmd == "quit") {
 			break;
 		} else {

@@ -83,6 +83,21 @@ public:
 		return value;
 	}
 
+	// A plain number (integer or float) within [lo, hi].
+	std::optional<double> fraction(const toml::table &table, const std::string &section, const char *key, double lo,
+				       double hi, const char *range_text)
+	{
+		const toml::node *node = table.get(key);
+		if (!node)
+			return std::nullopt;
+		auto value = node->value<double>();
+		if (!value || !(*value >= lo && *value <= hi)) {
+			fail(node->source(), section + "." + key, std::string("must be a number in ") + range_text);
+			return std::nullopt;
+		}
+		return value;
+	}
+
 private:
 	std::string source_;
 	std::optional<Error> error_;
@@ -221,20 +236,10 @@ Expected<Config> parse_config(const std::string &text, const std::string &source
 			else
 				config.parameters_file = *v;
 		}
-		if (const toml::node *node = t->get("queue_share")) {
-			auto v = node->value<double>();
-			if (!v || !(*v >= 0.05 && *v <= 1.0))
-				check.fail(node->source(), "planner.queue_share", "must be a number in 0.05 .. 1");
-			else
-				config.queue_share = *v;
-		}
-		if (const toml::node *node = t->get("floor_cost")) {
-			auto v = node->value<double>();
-			if (!v || !(*v >= 0.0 && *v <= 1.0))
-				check.fail(node->source(), "planner.floor_cost", "must be a number in 0 .. 1");
-			else
-				config.floor_cost = *v;
-		}
+		if (auto v = check.fraction(*t, "planner", "queue_share", 0.05, 1.0, "0.05 .. 1"))
+			config.queue_share = *v;
+		if (auto v = check.fraction(*t, "planner", "floor_cost", 0.0, 1.0, "0 .. 1"))
+			config.floor_cost = *v;
 		if (auto v = check.get<bool>(*t, "planner", "learn", "true or false"))
 			config.learn_plans = *v;
 	}

@@ -465,9 +465,10 @@ struct gapctl {
 
 	// A caller sends the hint itself if the sender thread sleeps, nothing is queued before it
 	// (so the caller's own earlier hints are sent: an END never overtakes its BEGIN), the
-	// carrier is up and the caller is not in a burst. Returns true if
-	// the hint is sent; false leaves it to the ring, which retries the send (a full daemon
-	// socket, a broken carrier and reconnecting are the thread's business: it may wait).
+	// carrier is up and the caller is not in a burst. Anything but Sent leaves the hint to the
+	// ring, which retries the send (a full daemon socket, a broken carrier and reconnecting
+	// are the thread's business: it may wait); Burst says why, so that the ring's thread is
+	// fetched by the timer instead of the doorbell.
 	enum class Direct { Sent, Burst, NotNow };
 	template <class Encode> Direct send_directly(size_t max_len, Encode &encode)
 	{

@@ -223,7 +223,7 @@ Expected<Config> parse_config(const std::string &text, const std::string &source
 	}
 
 	if (const toml::table *t = section(check, root, "planner")) {
-		check.only_keys(*t, "planner", {"model", "parameters", "queue_share", "floor_cost", "learn"});
+		check.only_keys(*t, "planner", {"model", "parameters", "queue_share", "floor_cost", "learn", "loss_check_phases"});
 		if (auto v = check.get<std::string>(*t, "planner", "model", "a string")) {
 			if (*v == "models" || *v == "default")
 				config.planner = *v;
@@ -242,6 +242,8 @@ Expected<Config> parse_config(const std::string &text, const std::string &source
 			config.floor_cost = *v;
 		if (auto v = check.get<bool>(*t, "planner", "learn", "true or false"))
 			config.learn_plans = *v;
+		if (auto v = check.ranged(*t, "planner", "loss_check_phases", parse_count, "32", 0, 4096, "0 .. 4096"))
+			config.loss_check_phases = *v;
 	}
 
 	auto array_of_tables = [&](const char *name) -> const toml::array * {

@@ -11,6 +11,7 @@
 
 #include "expected.hpp"
 #include "decision.hpp"
+#include "loss_check.hpp"
 #include "prefix.hpp"
 
 namespace gp::daemon {
@@ -80,6 +81,10 @@ struct Config {
 	// Let measured phase times override the models' choice of plan (models/plan_learner.hpp).
 	// Off by default: on the 4+4 benchmark it helped one cell and cost another (models.md).
 	bool learn_plans = false;
+	// Check the models' loss verdict on the host's TCP counters (models/loss_check.hpp): a key
+	// whose plan remedies a predicted loss first runs this many phases unpaced with the RTO
+	// floor; if the host lost (almost) nothing meanwhile, its phases run as sent. 0: never.
+	uint64_t loss_check_phases = models::LossCheck::kDefaultTrialPhases;
 
 	std::vector<LinkOverride> links;
 	std::vector<Bottleneck> bottlenecks;

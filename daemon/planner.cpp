@@ -10,6 +10,7 @@
 #include <string>
 
 #include "decision.hpp"
+#include "host_counters.hpp"
 #include "plan_learner.hpp"
 #include "latency_fluctuation.hpp"
 #include "units.hpp"
@@ -199,6 +200,7 @@ Expected<std::unique_ptr<ModelPlanner>> ModelPlanner::create(const Config &confi
 	if (config.parameters_file.empty()) {
 		auto planner = std::unique_ptr<ModelPlanner>(new ModelPlanner(std::nullopt, std::nullopt));
 		planner->learn_ = config.learn_plans;
+		planner->loss_check_ = models::LossCheck(config.loss_check_phases, kStockRtoUs);
 		return planner;
 	}
 	auto params = models::load_params(config.parameters_file);
@@ -209,7 +211,13 @@ Expected<std::unique_ptr<ModelPlanner>> ModelPlanner::create(const Config &confi
 		return make_error(table.error().err, config.parameters_file + ": " + table.error().message);
 	auto planner = std::unique_ptr<ModelPlanner>(new ModelPlanner(std::move(*params), std::move(*table)));
 	planner->learn_ = config.learn_plans;
+	planner->loss_check_ = models::LossCheck(config.loss_check_phases, kStockRtoUs);
 	return planner;
+}
+
+std::optional<models::HostTcpCounters> ModelPlanner::read_counters() const
+{
+	return read_counters_ ? read_counters_() : read_host_tcp_counters();
 }
 
 models::PlogpTable ModelPlanner::table_for(const Bottleneck &b) const
@@ -301,15 +309,32 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 	}
 	const models::PlanKind model_kind = model_paces ? (model_floors ? models::PlanKind::Both : models::PlanKind::Pace)
 							: (model_floors ? models::PlanKind::Rto : models::PlanKind::Nothing);
+	const models::CalibrationKey key = key_of(phase);
+
+	// The loss check (models/loss_check.hpp): where the plan remedies a predicted loss of the
+	// unpaced burst, the host's counters say whether that loss happens.
+	bool loss_predicted = false;
+	for (const Decided &x : decided)
+		loss_predicted = loss_predicted || x.decision.prediction(models::PlanKind::Nothing).loss_expected;
+	const bool remedied = loss_predicted && model_kind != models::PlanKind::Nothing &&
+			      candidates[static_cast<size_t>(models::PlanKind::Rto)].allowed;
+	const models::LossDirective directive = loss_check_.begin(key, remedied, [this] { return read_counters(); });
+	std::optional<models::PlanKind> checked;
+	if (directive == models::LossDirective::Trial)
+		checked = models::PlanKind::Rto;
+	else if (directive == models::LossDirective::Lossless)
+		checked = models::PlanKind::Nothing;
+
 	models::PlanChoice choice{model_kind, models::ChoiceReason::Model};
-	if (learn_ && !decided.empty())
-		choice = learner_.choose(key_of(phase), model_kind, candidates);
+	if (learn_ && !decided.empty() && !checked)
+		choice = learner_.choose(key, model_kind, candidates);
 
 	for (const Decided &x : decided) {
 		const Bottleneck &b = *x.crossing.bottleneck;
 		const models::Decision &d = x.decision;
-		// The models' own choice per bottleneck, unless the learner overrides the phase's.
-		const models::PlanKind kind = choice.why == models::ChoiceReason::Model ? d.best : choice.plan;
+		// The models' own choice per bottleneck, unless the loss check or the learner overrides
+		// the phase's.
+		const models::PlanKind kind = checked ? *checked : choice.why == models::ChoiceReason::Model ? d.best : choice.plan;
 		const models::PlanPrediction &chosen = d.prediction(kind);
 		if ((kind == models::PlanKind::Pace || kind == models::PlanKind::Both) && chosen.rate_bps > 0) {
 			const auto rate = static_cast<uint64_t>(chosen.rate_bps);
@@ -318,12 +343,26 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 		}
 		if (kind == models::PlanKind::Rto || kind == models::PlanKind::Both)
 			plan.rto_min_us = std::max(plan.rto_min_us, static_cast<uint32_t>(std::lround(chosen.rto_us)));
-		predicted_us = std::max(predicted_us, chosen.time_us);
+		// Under the loss check the phase runs unpaced on the premise that it loses nothing.
+		const double time_us = checked && chosen.loss_expected ? chosen.time_us - chosen.rto_us : chosen.time_us;
+		predicted_us = std::max(predicted_us, time_us);
 		reason += b.name + ": k=" + std::to_string(x.crossing.senders) + " f=" + std::to_string(x.crossing.fanout) +
 			  ", " + d.explanation + "; ";
 	}
-	if (choice.why != models::ChoiceReason::Model) {
-		const auto outcomes = learner_.outcomes(key_of(phase));
+	if (checked) {
+		const models::LossCheckState s = *loss_check_.state(key);
+		if (directive == models::LossDirective::Trial)
+			reason += "loss check: trial " + std::to_string(s.trials) + ", " + std::to_string(s.trial_phases) + " of " +
+				  std::to_string(loss_check_.trial_phases()) + " phases done (" +
+				  std::to_string(s.trial_retransmitted) + " of " + std::to_string(s.trial_sent) +
+				  " segments retransmitted, " + std::to_string(s.trial_timeouts) + " timeouts): rto instead of " +
+				  models::plan_name(model_kind) + "; ";
+		else
+			reason += "loss check: lossless (" + std::to_string(s.trial_retransmitted) + " of " +
+				  std::to_string(s.trial_sent) + " segments retransmitted in " + std::to_string(s.trial_phases) +
+				  " trial phases, no costly timeout): nothing instead of " + models::plan_name(model_kind) + "; ";
+	} else if (choice.why != models::ChoiceReason::Model) {
+		const auto outcomes = learner_.outcomes(key);
 		auto mean = [&](models::PlanKind k) {
 			const models::PlanOutcome &o = (*outcomes)[static_cast<size_t>(k)];
 			return o.samples ? models::format_time(o.mean_us) : std::string("unmeasured");
@@ -334,9 +373,9 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 	}
 	if (reason.empty())
 		reason = "no bottleneck crossed: nothing";
-	plan.inert = plan.empty() && all_fit_unpaced;
+	plan.inert = plan.empty() && (all_fit_unpaced || directive == models::LossDirective::Lossless);
 	plan.predicted_us = predicted_us;
-	plan.calibrated_us = predicted_us > 0 ? calibration_.corrected_us(key_of(phase), predicted_us) : 0;
+	plan.calibrated_us = predicted_us > 0 ? calibration_.corrected_us(key, predicted_us) : 0;
 	plan.reason = std::move(reason);
 	return plan;
 }
@@ -382,6 +421,7 @@ void ModelPlanner::observe(const hint::Header &phase, double predicted_us, uint6
 	}
 	if (calibration_.record(key, predicted_us, measured_us))
 		++observed_;
+	loss_check_.end(key, plan_kind(applied), [this] { return read_counters(); });
 	if (learn_)
 		learner_.record(key, plan_kind(applied), measured_us);
 }
@@ -415,6 +455,25 @@ void ModelPlanner::describe(JsonWriter &j) const
 		j.end_object();
 	}
 	j.end_array();
+	j.key("loss_check").begin_object();
+	j.field("trial_phases", loss_check_.trial_phases());
+	j.key("keys").begin_array();
+	loss_check_.for_each([&](const models::CalibrationKey &key, const models::LossCheckState &s) {
+		j.begin_object();
+		j.field("kind", hint::kind_name(key.kind) ? hint::kind_name(key.kind) : "?");
+		j.field("size_class", static_cast<int64_t>(key.size_class));
+		j.field("processes", key.processes);
+		j.field("stage", models::loss_stage_name(s.stage));
+		j.field("phases", s.phases).field("trials", s.trials).field("failures", s.failures);
+		j.field("last_failure", s.last_failure).field("retry_at", s.retry_at);
+		j.field("trial_phases", s.trial_phases).field("trial_sent", s.trial_sent);
+		j.field("trial_retransmitted", s.trial_retransmitted).field("trial_timeouts", s.trial_timeouts);
+		j.field("audit_sent", s.audit_sent).field("audit_retransmitted", s.audit_retransmitted);
+		j.field("audit_timeouts", s.audit_timeouts);
+		j.end_object();
+	});
+	j.end_array();
+	j.end_object();
 	j.field("learn", learn_);
 	j.key("measured_plans").begin_array();
 	learner_.for_each([&](const models::CalibrationKey &key, const std::array<models::PlanOutcome, 4> &outcomes) {

@@ -18,6 +18,7 @@
 #include <map>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -27,6 +28,7 @@
 #include "calibration.hpp"
 #include "decision.hpp"
 #include "plan_learner.hpp"
+#include "loss_check.hpp"
 #include "config.hpp"
 #include "endpoint.hpp"
 #include "hint_codec.hpp"
@@ -96,6 +98,11 @@ public:
 	Plan plan(const hint::Header &phase, std::span<const PlannedPeer> peers, const Config &config) const override;
 	void observe(const hint::Header &phase, double predicted_us, uint64_t duration_ns, const Plan &applied) override;
 	void describe(JsonWriter &json) const override;
+	// Where the loss check reads the host's TCP counters (default: this namespace's /proc/net).
+	void set_counter_source(std::function<std::optional<models::HostTcpCounters>()> source)
+	{
+		read_counters_ = std::move(source);
+	}
 
 private:
 	ModelPlanner(std::optional<models::Params> params, std::optional<models::PlogpTable> table)
@@ -121,6 +128,11 @@ private:
 	};
 	std::map<models::CalibrationKey, PacedStalls> stalls_;
 	double paced_stall_chance(const models::CalibrationKey &key) const;
+	// The models' loss verdict checked on the host's counters (models/loss_check.hpp). Mutable
+	// like the learner: a BEGIN moves a key's trial on.
+	mutable models::LossCheck loss_check_;
+	std::function<std::optional<models::HostTcpCounters>()> read_counters_;
+	std::optional<models::HostTcpCounters> read_counters() const;
 };
 
 // What a plan changes, in the models' terms: nothing, rto, pace or both.

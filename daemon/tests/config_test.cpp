@@ -123,13 +123,15 @@ INSTANTIATE_TEST_SUITE_P(
 		Bad{"FloorCostNegative", "[planner]\nfloor_cost = -0.1", "planner.floor_cost: must be a number in 0 .. 1"},
 		Bad{"FloorCostNotANumber", "[planner]\nfloor_cost = \"cheap\"", "planner.floor_cost: must be a number"},
 		Bad{"LearnNotABool", "[planner]\nlearn = 1", "planner.learn: must be true or false"},
+		Bad{"LossCheckTooLong", "[planner]\nloss_check_phases = 5000", "planner.loss_check_phases: out of range 0 .. 4096"},
+		Bad{"LossCheckNegative", "[planner]\nloss_check_phases = -1", "planner.loss_check_phases: not a valid value"},
 		Bad{"QuietTooLong", "[daemon]\nquiet = \"61s\"", "daemon.quiet: out of range"}),
 	[](const auto &info) { return std::string(info.param.name); });
 
 TEST(Config, PlannerSection)
 {
 	auto c = parse_config("[planner]\nmodel = \"default\"\nparameters = \"/var/lib/gappace/p.json\"\n"
-			      "queue_share = 0.75\nfloor_cost = 0.02\nlearn = true\n[pacing]\nframe_overhead = 66\n[daemon]\nquiet = \"250ms\"",
+			      "queue_share = 0.75\nfloor_cost = 0.02\nlearn = true\nloss_check_phases = 0\n[pacing]\nframe_overhead = 66\n[daemon]\nquiet = \"250ms\"",
 			      "t.toml");
 	ASSERT_TRUE(c) << c.error().message;
 	EXPECT_EQ(c->planner, "default");
@@ -138,12 +140,14 @@ TEST(Config, PlannerSection)
 	EXPECT_DOUBLE_EQ(c->floor_cost, 0.02);
 	EXPECT_EQ(c->frame_overhead, 66u);
 	EXPECT_TRUE(c->learn_plans);
+	EXPECT_EQ(c->loss_check_phases, 0u);
 	EXPECT_EQ(c->quiet_ms, 250u);
 	auto d = parse_config("", "t.toml");
 	ASSERT_TRUE(d);
 	EXPECT_EQ(d->planner, "models") << "the models decide unless told otherwise";
 	EXPECT_FALSE(d->learn_plans) << "learning is opt-in";
 	EXPECT_DOUBLE_EQ(d->floor_cost, gp::models::kFloorRunningCost);
+	EXPECT_EQ(d->loss_check_phases, 32u) << "the loss check is on";
 	EXPECT_EQ(d->quiet_ms, 1000u);
 }
 

@@ -140,10 +140,13 @@ TEST(PrefixContains, Bits)
 namespace gp::daemon {
 namespace {
 
+// The host's counters are unreadable unless a test says otherwise: the loss check then never
+// starts a trial, and the models decide alone.
 std::unique_ptr<ModelPlanner> model_planner(const Config &config)
 {
 	auto planner = ModelPlanner::create(config);
 	EXPECT_TRUE(planner) << planner.error().message;
+	(*planner)->set_counter_source([] { return std::optional<models::HostTcpCounters>(); });
 	return std::move(*planner);
 }
 
@@ -266,6 +269,75 @@ TEST(ModelPlanner, MeasuredPhaseTimesOverrideTheModelsLossVerdict)
 		} else {
 			EXPECT_EQ(plan_kind(plan), models::PlanKind::Pace) << plan.reason;
 			EXPECT_EQ(floored_unpaced, 0);
+		}
+	}
+}
+
+// The loss check (models/loss_check.hpp): the models say a 4 KB burst of 64 flows overflows
+// the planned queue share and pace it. A host whose counters show no loss while the key runs
+// unpaced (with the floor) proves that verdict wrong: the key's phases then run as sent, and are
+// inert, so the daemon advises the sender to skip their hints. A host that loses keeps pacing.
+TEST(ModelPlanner, TheHostsCountersOverrideALossVerdictTheyRefute)
+{
+	auto peers = cluster_peers();
+	const hint::Header phase = alltoall(4096, GAPPACE_HINT_ALGORITHM_LINEAR);
+	for (double loss : {0.0, 0.05}) {
+		Config config = two_sided();
+		ASSERT_EQ(config.loss_check_phases, 32u) << "on by default";
+		auto planner = model_planner(config);
+		models::HostTcpCounters host;
+		planner->set_counter_source([&] { return std::optional<models::HostTcpCounters>(host); });
+		int trial = 0, paced = 0, inert = 0;
+		Plan plan;
+		for (int i = 0; i < 100; ++i) {
+			plan = planner->plan(phase, peers, config);
+			const models::PlanKind kind = plan_kind(plan);
+			trial += kind == models::PlanKind::Rto;
+			paced += kind == models::PlanKind::Pace || kind == models::PlanKind::Both;
+			inert += plan.inert;
+			// The phase's traffic: 8 x 3 segments and their ACKs; unpaced ones lose `loss`.
+			host.segments_sent += 48;
+			if (kind == models::PlanKind::Rto || kind == models::PlanKind::Nothing)
+				host.segments_retransmitted += static_cast<uint64_t>(48 * loss);
+			host.at_us += 3000;
+			planner->observe(phase, plan.predicted_us, 3000000, plan);
+		}
+		JsonWriter json;
+		json.begin_object();
+		planner->describe(json);
+		json.end_object();
+		if (loss == 0) {
+			EXPECT_EQ(trial, 32) << "a trial of loss_check_phases phases, unpaced with the floor";
+			EXPECT_EQ(paced, 0) << "the trial starts at the key's first phase";
+			EXPECT_EQ(inert, 100 - 32);
+			EXPECT_TRUE(plan.empty()) << plan.reason;
+			EXPECT_NE(plan.reason.find("loss check: lossless"), std::string::npos) << plan.reason;
+			EXPECT_NE(json.str().find("\"stage\":\"lossless\""), std::string::npos) << json.str();
+			EXPECT_GT(plan.predicted_us, 0);
+			EXPECT_LT(plan.predicted_us, 8e6 * 64 * 4096 / 200e6 + 1000) << "the link's time; no RTO predicted";
+		} else {
+			EXPECT_EQ(trial, 4) << "judged once 100 segments were sent (2 of 48, 4 %, per phase), up to "
+					       "the reading before each END";
+			EXPECT_EQ(paced, 96);
+			EXPECT_EQ(inert, 0);
+			EXPECT_NE(json.str().find("\"stage\":\"lossy\""), std::string::npos) << json.str();
+			EXPECT_NE(json.str().find("\"last_failure\":\"retransmissions\""), std::string::npos) << json.str();
+		}
+	}
+	// Switched off, or without the floor to make a trial cheap: the models decide.
+	for (bool rto : {true, false}) {
+		Config config = two_sided();
+		config.rto = rto;
+		config.loss_check_phases = rto ? 0 : 32;
+		auto planner = model_planner(config);
+		models::HostTcpCounters host;
+		planner->set_counter_source([&] { return std::optional<models::HostTcpCounters>(host); });
+		for (int i = 0; i < 40; ++i) {
+			Plan plan = planner->plan(phase, peers, config);
+			EXPECT_EQ(plan_kind(plan), models::PlanKind::Pace) << plan.reason;
+			host.segments_sent += 48;
+			host.at_us += 3000;
+			planner->observe(phase, plan.predicted_us, 3000000, plan);
 		}
 	}
 }

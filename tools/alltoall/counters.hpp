@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "expected.hpp"
+#include "proc_net.hpp"
 
 namespace gp::alltoall {
 
@@ -35,11 +36,7 @@ struct CounterSnapshot {
 	std::array<std::optional<uint64_t>, kTcpCounters.size()> values{}; // nullopt: kernel lacks it
 };
 
-// One table of a /proc/net/{netstat,snmp} text: a line "Table: Name1 Name2 ..." followed by
-// "Table: v1 v2 ...". Values are signed (snmp's MaxConn is -1). EINVAL if the table is absent
-// or its two lines do not match.
-Expected<std::map<std::string, int64_t, std::less<>>> parse_proc_net_table(std::string_view text,
-									    std::string_view table);
+using gp::parse_proc_net_table; // proc_net.hpp
 
 // The tracked counters out of the two files' texts; a missing table or name leaves nullopt.
 CounterSnapshot snapshot_from_texts(std::string_view netstat_text, std::string_view snmp_text);

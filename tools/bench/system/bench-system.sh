@@ -8,7 +8,7 @@
 #                   [--sndbuf BYTES|auto (default 8m)] [--planner models|default] [--publish DOC.md]
 #                   [--publish-models MODELS.md] [--guest-kernel KVER] [--guest-topologies 4+4]
 #                   [--guest-rate 5mbit] [--guest-queue 16] [--guest-max-size 64k] [--guest-seconds 4]
-#                   [--remedies pacing,rto|pacing|rto|none] [--learn]
+#                   [--remedies pacing,rto|pacing|rto|none] [--learn] [--loss-check PHASES (default 32, 0: off)]
 #
 # For every topology (N+N hosts, one bottleneck of rate C with a FIFO of q packets per
 # direction), message size m and variant, it runs the TCP all-to-all (gp-alltoall) or a real
@@ -50,7 +50,7 @@ die() { echo "bench-system: $*" >&2; exit 1; }
 
 BUILD="" OUT="" TOPOLOGIES="4+4,8+8" SIZES="1k,4k,16k,64k,256k,1m,4m"
 VARIANTS="stock,rto,pace,rto+pace,gappaced,mpi-stock,mpi-gappaced,mpi-gappaced-rto,module-stock,module-gappaced"
-PLOT=1 PUBLISH='' PUBLISH_MODELS='' PLANNER=models SNDBUF=8m REPS=3 RATE=200mbit QUEUE=40 SECONDS_PER_RUN=2 CELL_TIMEOUT=60 PATTERN=pairwise RTO_MS=5 REMEDIES=pacing,rto LEARN=false
+PLOT=1 PUBLISH='' PUBLISH_MODELS='' PLANNER=models SNDBUF=8m REPS=3 RATE=200mbit QUEUE=40 SECONDS_PER_RUN=2 CELL_TIMEOUT=60 PATTERN=pairwise RTO_MS=5 REMEDIES=pacing,rto LEARN=false LOSS_CHECK=32
 GUEST_KERNEL='' GUEST_TOPOLOGIES=4+4 GUEST_RATE=5mbit GUEST_QUEUE=16 GUEST_MAX_SIZE=64k GUEST_SECONDS=4
 while (($#)); do
 	case $1 in
@@ -78,6 +78,7 @@ while (($#)); do
 	--guest-seconds) GUEST_SECONDS=${2:?}; shift 2 ;;
 	--remedies) REMEDIES=${2:?}; shift 2 ;;
 	--learn) LEARN=true; shift ;;
+	--loss-check) LOSS_CHECK=${2:?}; shift 2 ;;
 	--quick) TOPOLOGIES=4+4 SIZES=16k,64k REPS=1 SECONDS_PER_RUN=1; shift ;;
 	-h | --help) usage ;;
 	*) echo "bench-system: unknown option '$1'" >&2; usage ;;
@@ -97,6 +98,7 @@ pacing,rto | rto,pacing) PACING_ON=true RTO_ON=true ;; pacing) PACING_ON=true RT
 rto) PACING_ON=false RTO_ON=true ;; none) PACING_ON=false RTO_ON=false ;;
 *) echo "bench-system: --remedies must be pacing,rto, pacing, rto or none" >&2; exit 2 ;;
 esac
+[[ $LOSS_CHECK =~ ^[0-9]+$ ]] && ((LOSS_CHECK <= 4096)) || { echo "bench-system: --loss-check must be 0 .. 4096 phases" >&2; exit 2; }
 IFS=, read -ra TOPOS <<<"$TOPOLOGIES"
 IFS=, read -ra SIZE_LIST <<<"$SIZES"
 IFS=, read -ra VARIANT_LIST <<<"$VARIANTS"
@@ -199,6 +201,7 @@ frame_overhead = 66
 [planner]
 model = "$PLANNER"
 learn = $LEARN
+loss_check_phases = $LOSS_CHECK
 $(gp_cluster_bottlenecks_toml)
 CONF
 		ip netns exec "${GPC_HOST_NS[$i]}" "$BUILD/daemon/gappaced" --config "$TMP/$h/gappaced.toml" \
@@ -309,7 +312,7 @@ RUNS=$OUT/runs.jsonl
 {
 	echo "machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), kernel $(uname -r)"
 	echo "started: $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "command: $0 --topologies $TOPOLOGIES --sizes $SIZES --variants $VARIANTS --reps $REPS --rate $RATE --queue $QUEUE --seconds $SECONDS_PER_RUN --cell-timeout $CELL_TIMEOUT --pattern $PATTERN --sndbuf $SNDBUF --planner $PLANNER --remedies $REMEDIES$([[ $LEARN == true ]] && echo " --learn")$( ((${#GUEST_MODES[@]})) && echo " --guest-kernel ${GUEST_KERNEL:-(newest)} --guest-topologies $GUEST_TOPOLOGIES --guest-rate $GUEST_RATE --guest-queue $GUEST_QUEUE --guest-max-size $GUEST_MAX_SIZE --guest-seconds $GUEST_SECONDS")"
+	echo "command: $0 --topologies $TOPOLOGIES --sizes $SIZES --variants $VARIANTS --reps $REPS --rate $RATE --queue $QUEUE --seconds $SECONDS_PER_RUN --cell-timeout $CELL_TIMEOUT --pattern $PATTERN --sndbuf $SNDBUF --planner $PLANNER --remedies $REMEDIES$([[ $LEARN == true ]] && echo " --learn") --loss-check $LOSS_CHECK$( ((${#GUEST_MODES[@]})) && echo " --guest-kernel ${GUEST_KERNEL:-(newest)} --guest-topologies $GUEST_TOPOLOGIES --guest-rate $GUEST_RATE --guest-queue $GUEST_QUEUE --guest-max-size $GUEST_MAX_SIZE --guest-seconds $GUEST_SECONDS")"
 } >"$OUT/machine.txt"
 cat "$OUT/machine.txt" >&2
 failures=0

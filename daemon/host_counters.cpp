@@ -1,0 +1,52 @@
+#include "host_counters.hpp"
+
+#include <time.h>
+
+#include "proc_net.hpp"
+
+namespace gp::daemon {
+
+std::optional<models::HostTcpCounters> host_tcp_counters_from_texts(std::string_view snmp_text,
+								   std::string_view netstat_text)
+{
+	const auto tcp = parse_proc_net_table(snmp_text, "Tcp");
+	const auto ext = parse_proc_net_table(netstat_text, "TcpExt");
+	if (!tcp || !ext)
+		return std::nullopt;
+	auto value = [](const auto &table, std::string_view name) -> std::optional<uint64_t> {
+		const auto it = table.find(name);
+		if (it == table.end() || it->second < 0)
+			return std::nullopt;
+		return static_cast<uint64_t>(it->second);
+	};
+	const auto sent = value(*tcp, "OutSegs"), retransmitted = value(*tcp, "RetransSegs");
+	const auto timeouts = value(*ext, "TCPTimeouts");
+	if (!sent || !retransmitted || !timeouts)
+		return std::nullopt;
+	models::HostTcpCounters c;
+	c.segments_sent = *sent;
+	c.segments_retransmitted = *retransmitted;
+	c.timeouts = *timeouts;
+	// Kernels before 5.10 count DSACK blocks, not segments: about the same where each block
+	// reports one segment. Without either, every retransmission counts as a loss.
+	c.segments_reported_duplicate = value(*ext, "TCPDSACKRecvSegs").value_or(value(*ext, "TCPDSACKRecv").value_or(0));
+	c.spurious_timeouts = value(*ext, "TCPSpuriousRTOs").value_or(0);
+	return c;
+}
+
+std::optional<models::HostTcpCounters> read_host_tcp_counters()
+{
+	const auto snmp = read_proc_text("/proc/net/snmp");
+	const auto netstat = read_proc_text("/proc/net/netstat");
+	if (!snmp || !netstat)
+		return std::nullopt;
+	auto counters = host_tcp_counters_from_texts(*snmp, *netstat);
+	if (!counters)
+		return std::nullopt;
+	timespec now{};
+	::clock_gettime(CLOCK_MONOTONIC, &now);
+	counters->at_us = static_cast<double>(now.tv_sec) * 1e6 + static_cast<double>(now.tv_nsec) / 1e3;
+	return counters;
+}
+
+} // namespace gp::daemon

@@ -1,0 +1,183 @@
+#include "loss_check.hpp"
+
+#include <algorithm>
+
+namespace gp::models {
+
+const char *loss_stage_name(LossStage stage)
+{
+	switch (stage) {
+	case LossStage::Unchecked:
+		return "unchecked";
+	case LossStage::Trial:
+		return "trial";
+	case LossStage::Lossless:
+		return "lossless";
+	case LossStage::Lossy:
+		return "lossy";
+	}
+	return "?";
+}
+
+LossCheck::LossCheck(uint64_t trial_phases, double stock_rto_us, size_t max_keys)
+	: trial_phases_(trial_phases), stock_rto_us_(stock_rto_us), max_keys_(std::max<size_t>(max_keys, 1))
+{
+}
+
+std::optional<LossCheckState> LossCheck::state(const CalibrationKey &key) const
+{
+	const auto it = entries_.find(key);
+	if (it == entries_.end())
+		return std::nullopt;
+	return it->second.state;
+}
+
+LossCheck::Entry *LossCheck::entry(const CalibrationKey &key, bool create)
+{
+	auto it = entries_.find(key);
+	if (it == entries_.end()) {
+		if (!create)
+			return nullptr;
+		if (entries_.size() >= max_keys_) {
+			auto oldest = std::min_element(entries_.begin(), entries_.end(), [](const auto &a, const auto &b) {
+				return a.second.last_use < b.second.last_use;
+			});
+			entries_.erase(oldest);
+		}
+		it = entries_.emplace(key, Entry{}).first;
+	}
+	it->second.last_use = ++clock_;
+	return &it->second;
+}
+
+bool LossCheck::needs_counters_at_begin(const Entry &e) const
+{
+	switch (e.state.stage) {
+	case LossStage::Unchecked:
+	case LossStage::Lossless:
+		return true;
+	case LossStage::Lossy:
+		return e.state.phases >= e.state.retry_at;
+	case LossStage::Trial:
+		return false;
+	}
+	return false;
+}
+
+LossDirective LossCheck::on_begin(Entry &e, const std::optional<HostTcpCounters> &now, bool have_read)
+{
+	LossCheckState &s = e.state;
+	switch (s.stage) {
+	case LossStage::Lossy:
+		if (!have_read)
+			return LossDirective::Model;
+		[[fallthrough]];
+	case LossStage::Unchecked:
+		if (!now)
+			return LossDirective::Model;
+		s.stage = LossStage::Trial;
+		++s.trials;
+		s.trial_phases = 0;
+		s.trial_sent = s.trial_retransmitted = s.trial_timeouts = 0;
+		e.from = e.previous = *now;
+		e.trial_begins = 1;
+		return LossDirective::Trial;
+	case LossStage::Trial:
+		// ENDs can be lost (a sender gone, a phase timed out): a trial that began far more
+		// phases than it saw end gives up rather than run unpaced for ever.
+		if (++e.trial_begins > 2 * trial_phases_ + 8) {
+			fail(e, "unfinished");
+			return LossDirective::Model;
+		}
+		return LossDirective::Trial;
+	case LossStage::Lossless:
+		if (!now)
+			return LossDirective::Lossless; // judged at the next reading
+		if (const char *why = judge(e, *now, false); *why) {
+			fail(e, why);
+			return LossDirective::Model;
+		}
+		return LossDirective::Lossless;
+	}
+	return LossDirective::Model;
+}
+
+void LossCheck::on_end(Entry &e, const std::optional<HostTcpCounters> &now)
+{
+	if (!now)
+		return;
+	LossCheckState &s = e.state;
+	++s.trial_phases;
+	const bool final = s.trial_phases >= trial_phases_;
+	if (const char *why = judge(e, *now, final); *why) {
+		fail(e, why);
+		return;
+	}
+	if (final) {
+		s.stage = LossStage::Lossless;
+		s.audit_sent = s.audit_retransmitted = s.audit_timeouts = 0;
+	}
+}
+
+namespace {
+
+uint64_t less(uint64_t a, uint64_t b) { return a >= b ? a - b : 0; }
+
+// What a stretch of the counters lost: retransmissions less those the receivers reported as
+// duplicates, timeouts less the spurious ones. The reports come an RTT after what they report,
+// so they are taken up to `reports`, a later reading than `to`.
+struct Losses {
+	uint64_t sent = 0, lost = 0, timeouts = 0;
+	double elapsed_us = 0;
+};
+Losses losses(const HostTcpCounters &from, const HostTcpCounters &to, const HostTcpCounters &reports)
+{
+	Losses l;
+	l.sent = less(to.segments_sent, from.segments_sent);
+	l.lost = less(less(to.segments_retransmitted, from.segments_retransmitted),
+		      less(reports.segments_reported_duplicate, from.segments_reported_duplicate));
+	l.timeouts = less(less(to.timeouts, from.timeouts), less(reports.spurious_timeouts, from.spurious_timeouts));
+	l.elapsed_us = std::max(0.0, to.at_us - from.at_us);
+	return l;
+}
+
+} // namespace
+
+const char *LossCheck::judge(Entry &e, const HostTcpCounters &now, bool final)
+{
+	LossCheckState &s = e.state;
+	const bool trial = s.stage == LossStage::Trial;
+	// A trial is judged as a whole, up to the reading before this one (whose duplicates and
+	// spurious timeouts are reported by now); an audit judges the window since the last one
+	// alone (a second or so: the lag does not matter), so that a long clean history does not
+	// dilute a new loss.
+	const Losses l = trial ? losses(e.from, e.previous, now) : losses(e.previous, now, now);
+	e.previous = now;
+	if (trial) {
+		s.trial_sent = l.sent, s.trial_retransmitted = l.lost, s.trial_timeouts = l.timeouts;
+	} else {
+		s.audit_sent += l.sent, s.audit_retransmitted += l.lost, s.audit_timeouts += l.timeouts;
+	}
+	// What the timeouts would have cost at the stock RTO, against the time that passed.
+	if (l.timeouts && static_cast<double>(l.timeouts) * stock_rto_us_ > kTimeoutShareMax * l.elapsed_us)
+		return "timeouts";
+	if ((final || l.sent >= kMinSegmentsJudged) &&
+	    static_cast<double>(l.lost) > kRetransmitShareMax * static_cast<double>(l.sent))
+		return "retransmissions";
+	return "";
+}
+
+void LossCheck::fail(Entry &e, const char *why)
+{
+	LossCheckState &s = e.state;
+	s.stage = LossStage::Lossy;
+	s.last_failure = why;
+	const uint64_t wait = std::min(kRetryMaxPhases, kRetryAfterPhases << std::min<uint64_t>(s.failures, 16));
+	++s.failures;
+	// At the next multiple of the wait: the ranks of a collective begin its phases in step, so
+	// hosts that failed alike try again together. A host trying alone while the others pace
+	// would find room in the queue that a trial of all of them would not.
+	s.retry_at = (s.phases / wait + 1) * wait;
+}
+
+} // namespace gp::models

@@ -1,0 +1,149 @@
+// Checking the models' loss verdict against the host's TCP counters (Documentation/models.md,
+// "Checking the loss verdict").
+//
+// PlogP-BR predicts a tail loss whenever the phase's burst exceeds the switch queue, as if every
+// flow started at the same instant. Where they do not (small messages, MPI ranks that drift
+// apart), stock Linux loses nothing and every remedy only costs time: the control plane's work
+// for each phase, the paced rate's slack. Pacing hides whether the verdict was right, so it is
+// checked on purpose:
+//
+//   1. Trial. A key (kind, size class, P) whose plan remedies a predicted unpaced loss runs its
+//      next kTrialPhases phases unpaced, with the RTO floor (a loss then costs the floor, not
+//      200 ms). The host's counters are read when the trial starts and after each trial phase.
+//   2. Verdict. The trial fails as soon as the host retransmitted more than kRetransmitShareMax
+//      of the segments it sent (judged once at least kMinSegmentsJudged were sent), or paid
+//      timeouts that would cost more than kTimeoutShareMax of the elapsed time at the stock RTO
+//      (needless retransmissions and spurious timeouts not counted: HostTcpCounters).
+//      It passes after kTrialPhases phases without either: the unpaced burst does not overflow.
+//   3. Lossless: the key's phases run as the application sends them, and are inert (the daemon
+//      advises the sender to skip alike hints). Every phase that still reaches the daemon (one
+//      per quiet period) judges the counters since the last one by the same two rules; a loss
+//      ends the verdict.
+//   4. Lossy (a failed trial or audit): the models decide again; a new trial at the next
+//      multiple of kRetryAfterPhases phases of the key, doubled after every failure (at most
+//      kRetryMaxPhases), so that the hosts of one collective try again together.
+//
+// The counters are the host's (its network namespace's): any traffic's losses count against a
+// verdict, never for one. Pure: the counters come from the caller, with the time they were read.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+
+#include "calibration.hpp"
+#include "decision.hpp"
+
+namespace gp::models {
+
+// A snapshot of the host's TCP counters (Tcp: OutSegs, RetransSegs; TcpExt: TCPTimeouts,
+// TCPDSACKRecvSegs, TCPSpuriousRTOs).
+//
+// Retransmissions that the receiver reports as duplicates (DSACK) and timeouts that F-RTO finds
+// spurious lost nothing: they are what a low floor costs on a host whose ACKs come late (with the
+// floor, a tail loss probe of a one-segment flight waits 2 SRTT + the floor, not + 200 ms). A
+// trial runs with the floor, so they are taken off before the counts are judged.
+struct HostTcpCounters {
+	uint64_t segments_sent = 0;
+	uint64_t segments_retransmitted = 0;
+	uint64_t segments_reported_duplicate = 0;	// DSACKed: retransmitted needlessly
+	uint64_t timeouts = 0;
+	uint64_t spurious_timeouts = 0;
+	double at_us = 0;	// monotonic time of the reading
+};
+
+enum class LossStage { Unchecked, Trial, Lossless, Lossy };
+const char *loss_stage_name(LossStage stage); // "unchecked", "trial", "lossless", "lossy"
+
+// What the key's next phase runs: the models' plan, the trial's (unpaced, RTO floor), or nothing.
+enum class LossDirective { Model, Trial, Lossless };
+
+struct LossCheckState {
+	LossStage stage = LossStage::Unchecked;
+	uint64_t phases = 0;		// of the key, while its models' plan remedies a predicted loss
+	uint64_t trial_phases = 0;	// ended in the current (or last) trial
+	uint64_t trials = 0, failures = 0;
+	uint64_t retry_at = 0;		// phase count of the next trial (lossy)
+	// The host's segments sent and retransmitted and its timeouts, over the current (or last)
+	// trial, and over the audits since the last lossless verdict.
+	uint64_t trial_sent = 0, trial_retransmitted = 0, trial_timeouts = 0;
+	uint64_t audit_sent = 0, audit_retransmitted = 0, audit_timeouts = 0;
+	const char *last_failure = "";	// "retransmissions", "timeouts", "unfinished"
+};
+
+class LossCheck {
+public:
+	static constexpr double kRetransmitShareMax = 0.01;
+	static constexpr double kTimeoutShareMax = 0.05;
+	static constexpr uint64_t kMinSegmentsJudged = 100;
+	static constexpr uint64_t kRetryAfterPhases = 256;
+	static constexpr uint64_t kRetryMaxPhases = 65536;
+	static constexpr uint64_t kDefaultTrialPhases = 32;
+
+	// trial_phases = 0: never check (the models' verdict stands). stock_rto_us: what a timeout
+	// costs a phase without the floor.
+	explicit LossCheck(uint64_t trial_phases = kDefaultTrialPhases, double stock_rto_us = 200000,
+			   size_t max_keys = 1024);
+
+	// At the BEGIN of a phase of `key`. `remedied`: the models' plan remedies a predicted loss
+	// of the unpaced burst (otherwise the check has nothing to say: Model). `read` gives the
+	// host's counters (nullopt: unreadable; then no trial starts and a verdict is not judged);
+	// it is called only when the stage needs them.
+	template <class Read> LossDirective begin(const CalibrationKey &key, bool remedied, Read &&read);
+	// After the END of a phase of `key` that ran with `applied`.
+	template <class Read> void end(const CalibrationKey &key, PlanKind applied, Read &&read);
+
+	uint64_t trial_phases() const { return trial_phases_; }
+	std::optional<LossCheckState> state(const CalibrationKey &key) const;
+	template <class Fn> void for_each(Fn &&fn) const
+	{
+		for (const auto &[key, entry] : entries_)
+			fn(key, entry.state);
+	}
+
+private:
+	struct Entry {
+		LossCheckState state;
+		HostTcpCounters from;		// the trial's start
+		HostTcpCounters previous;	// the last reading (trial phase end, or audit)
+		uint64_t trial_begins = 0;
+		uint64_t last_use = 0;
+	};
+	Entry *entry(const CalibrationKey &key, bool create);
+	LossDirective on_begin(Entry &e, const std::optional<HostTcpCounters> &now, bool have_read);
+	void on_end(Entry &e, const std::optional<HostTcpCounters> &now);
+	// Accumulates from -> now into the state; returns the failure ("" if none). final: judge
+	// the retransmitted share however few segments were sent.
+	const char *judge(Entry &e, const HostTcpCounters &now, bool final);
+	void fail(Entry &e, const char *why);
+	bool needs_counters_at_begin(const Entry &e) const;
+
+	uint64_t trial_phases_;
+	double stock_rto_us_;
+	size_t max_keys_;
+	uint64_t clock_ = 0;
+	std::map<CalibrationKey, Entry> entries_;
+};
+
+template <class Read> LossDirective LossCheck::begin(const CalibrationKey &key, bool remedied, Read &&read)
+{
+	if (!remedied || trial_phases_ == 0)
+		return LossDirective::Model;
+	Entry *e = entry(key, true);
+	if (!e)
+		return LossDirective::Model;
+	++e->state.phases;
+	if (!needs_counters_at_begin(*e))
+		return on_begin(*e, std::nullopt, false);
+	return on_begin(*e, read(), true);
+}
+
+template <class Read> void LossCheck::end(const CalibrationKey &key, PlanKind applied, Read &&read)
+{
+	Entry *e = entry(key, false);
+	if (!e || e->state.stage != LossStage::Trial || applied != PlanKind::Rto)
+		return;
+	on_end(*e, read());
+}
+
+} // namespace gp::models

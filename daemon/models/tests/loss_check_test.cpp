@@ -1,0 +1,222 @@
+// LossCheck: the trial, the verdicts and the audits (Documentation/models.md, "Checking the loss
+// verdict"). The counters here stand for the host's /proc/net/snmp and /proc/net/netstat.
+#include <gtest/gtest.h>
+
+#include "loss_check.hpp"
+
+namespace gp::models {
+namespace {
+
+const CalibrationKey kKey{1, 12, 16};
+
+// A host whose counters move as the test says: every phase sends `per_phase` segments and takes
+// `phase_us`; losses are added by hand.
+struct Host {
+	HostTcpCounters c;
+	uint64_t reads = 0;
+	bool readable = true;
+	std::optional<HostTcpCounters> read()
+	{
+		++reads;
+		if (!readable)
+			return std::nullopt;
+		return c;
+	}
+	void phase(uint64_t per_phase = 40, double phase_us = 3000, uint64_t retransmitted = 0, uint64_t timeouts = 0)
+	{
+		c.segments_sent += per_phase;
+		c.segments_retransmitted += retransmitted;
+		c.timeouts += timeouts;
+		c.at_us += phase_us;
+	}
+};
+
+// One phase of kKey: BEGIN, the host's traffic, END with the plan the directive implies.
+LossDirective run_phase(LossCheck &check, Host &host, uint64_t retransmitted = 0, uint64_t timeouts = 0,
+			uint64_t per_phase = 40, double phase_us = 3000)
+{
+	const LossDirective d = check.begin(kKey, true, [&] { return host.read(); });
+	host.phase(per_phase, phase_us, retransmitted, timeouts);
+	const PlanKind applied = d == LossDirective::Trial ? PlanKind::Rto
+				 : d == LossDirective::Lossless ? PlanKind::Nothing
+								: PlanKind::Pace;
+	check.end(kKey, applied, [&] { return host.read(); });
+	return d;
+}
+
+TEST(LossCheck, ALosslessTrialTurnsTheKeyLossless)
+{
+	LossCheck check(8);
+	Host host;
+	for (int i = 0; i < 8; ++i)
+		EXPECT_EQ(run_phase(check, host), LossDirective::Trial) << "phase " << i;
+	EXPECT_EQ(check.state(kKey)->stage, LossStage::Lossless);
+	EXPECT_EQ(check.state(kKey)->trial_sent, 7u * 40) << "judged up to the reading before the last END";
+	// One retransmitted segment in 320 (0.3 %) is below the 1 % share: still lossless.
+	LossCheck tolerant(8);
+	Host other;
+	for (int i = 0; i < 8; ++i)
+		run_phase(tolerant, other, i == 3 ? 1 : 0);
+	EXPECT_EQ(tolerant.state(kKey)->stage, LossStage::Lossless);
+	EXPECT_EQ(run_phase(check, host), LossDirective::Lossless);
+}
+
+TEST(LossCheck, RetransmissionsBeyondTheShareFailTheTrialEarly)
+{
+	LossCheck check(32);
+	Host host;
+	// 6 of 120 segments (5 %). Each END judges the trial up to the reading before (whose
+	// duplicate reports have come in by now): 120 segments, enough to judge, at the fourth.
+	for (int i = 0; i < 3; ++i)
+		EXPECT_EQ(run_phase(check, host, 2), LossDirective::Trial);
+	EXPECT_EQ(check.state(kKey)->stage, LossStage::Trial) << "80 segments are too few to judge";
+	EXPECT_EQ(run_phase(check, host), LossDirective::Trial);
+	const auto s = check.state(kKey);
+	EXPECT_EQ(s->stage, LossStage::Lossy);
+	EXPECT_STREQ(s->last_failure, "retransmissions");
+	EXPECT_EQ(s->failures, 1u);
+	EXPECT_EQ(run_phase(check, host), LossDirective::Model);
+}
+
+TEST(LossCheck, ATimeoutFailsAShortTrialAtOnce)
+{
+	LossCheck check(32);
+	Host host;
+	EXPECT_EQ(run_phase(check, host, 0, 1), LossDirective::Trial);
+	EXPECT_EQ(check.state(kKey)->stage, LossStage::Trial) << "judged at the next reading (F-RTO's verdict)";
+	EXPECT_EQ(run_phase(check, host), LossDirective::Trial);
+	EXPECT_EQ(check.state(kKey)->stage, LossStage::Lossy);
+	EXPECT_STREQ(check.state(kKey)->last_failure, "timeouts");
+}
+
+TEST(LossCheck, AuditsEndAVerdictWhenLossesAppear)
+{
+	LossCheck check(4);
+	Host host;
+	for (int i = 0; i < 4; ++i)
+		run_phase(check, host);
+	ASSERT_EQ(check.state(kKey)->stage, LossStage::Lossless);
+	// Quiet phases the daemon does not see: a second of traffic between audits.
+	host.phase(5000, 1e6);
+	EXPECT_EQ(run_phase(check, host), LossDirective::Lossless);
+	// One timeout in four seconds costs 200 ms of 4 s (5 %): tolerated; in one second it is not.
+	host.phase(5000, 4e6, 0, 1);
+	EXPECT_EQ(run_phase(check, host), LossDirective::Lossless);
+	host.phase(5000, 1e6, 0, 1);
+	EXPECT_EQ(run_phase(check, host), LossDirective::Model);
+	EXPECT_EQ(check.state(kKey)->stage, LossStage::Lossy);
+	EXPECT_STREQ(check.state(kKey)->last_failure, "timeouts");
+	EXPECT_EQ(check.state(kKey)->audit_timeouts, 2u);
+
+	// Retransmissions judged per window: 2 % of a window fails it after a long clean history.
+	LossCheck again(4);
+	Host h2;
+	for (int i = 0; i < 4; ++i)
+		run_phase(again, h2);
+	h2.phase(1000000, 60e6);
+	EXPECT_EQ(run_phase(again, h2), LossDirective::Lossless);
+	h2.phase(5000, 1e6, 100);
+	EXPECT_EQ(run_phase(again, h2), LossDirective::Model);
+	EXPECT_STREQ(again.state(kKey)->last_failure, "retransmissions");
+}
+
+// The floor makes late ACKs look like losses: a tail loss probe of a one-segment flight waits
+// 2 SRTT + the floor, and a 5 ms RTO fires before a delayed ACK. The receivers report those
+// retransmissions as duplicates (DSACK), F-RTO the timeouts as spurious: not losses.
+TEST(LossCheck, NeedlessRetransmissionsAndSpuriousTimeoutsAreNotLosses)
+{
+	LossCheck check(8);
+	Host host;
+	for (int i = 0; i < 8; ++i) {
+		run_phase(check, host, 3, i == 4 ? 1 : 0); // 3 of 40 segments retransmitted (7.5 %)
+		host.c.segments_reported_duplicate += 3;
+		host.c.spurious_timeouts += i == 4 ? 1 : 0;
+	}
+	// The duplicates come an RTT after the retransmissions: the reading at END may count a
+	// phase's retransmissions before their DSACKs, but the trial judges its whole sum.
+	EXPECT_EQ(check.state(kKey)->stage, LossStage::Lossless) << check.state(kKey)->last_failure;
+	EXPECT_LE(check.state(kKey)->trial_retransmitted, 3u);
+	EXPECT_EQ(check.state(kKey)->trial_timeouts, 0u);
+}
+
+TEST(LossCheck, ALossyKeyIsTriedAgainAfterAGrowingWait)
+{
+	LossCheck check(32);
+	Host host;
+	run_phase(check, host, 0, 1); // phases 1 and 2: the trial fails
+	run_phase(check, host);
+	ASSERT_EQ(check.state(kKey)->stage, LossStage::Lossy);
+	uint64_t phases = 2;
+	while (run_phase(check, host) == LossDirective::Model && phases < 10000)
+		++phases;
+	EXPECT_EQ(phases, LossCheck::kRetryAfterPhases - 1)
+		<< "the second trial starts at phase 256, the next multiple of the wait (hosts retry together)";
+	EXPECT_EQ(check.state(kKey)->trials, 2u);
+	// It fails again (phases 256 and 257): the wait doubles.
+	run_phase(check, host, 0, 1);
+	run_phase(check, host);
+	ASSERT_EQ(check.state(kKey)->failures, 2u);
+	EXPECT_EQ(check.state(kKey)->retry_at, 2 * LossCheck::kRetryAfterPhases) << "phase 257 failed: next at 512";
+}
+
+TEST(LossCheck, CountersAreReadOnlyWhenNeeded)
+{
+	LossCheck check(4);
+	Host host;
+	run_phase(check, host, 0, 1); // a trial that fails: 1 read at BEGIN, 1 at each END
+	run_phase(check, host);
+	ASSERT_EQ(check.state(kKey)->stage, LossStage::Lossy);
+	EXPECT_EQ(host.reads, 3u);
+	for (int i = 0; i < 100; ++i)
+		run_phase(check, host);
+	EXPECT_EQ(host.reads, 3u) << "a lossy key waiting for its next trial reads nothing";
+}
+
+TEST(LossCheck, WithoutCountersOrWithoutRemediesTheModelsDecide)
+{
+	LossCheck check(4);
+	Host host;
+	host.readable = false;
+	EXPECT_EQ(run_phase(check, host), LossDirective::Model) << "no trial without a first reading";
+	EXPECT_EQ(check.state(kKey)->stage, LossStage::Unchecked);
+	host.readable = true;
+	EXPECT_EQ(check.begin(kKey, false, [&] { return host.read(); }), LossDirective::Model)
+		<< "a plan that remedies nothing has no loss verdict to check";
+	LossCheck off(0);
+	EXPECT_EQ(run_phase(off, host), LossDirective::Model);
+	EXPECT_FALSE(off.state(kKey));
+}
+
+TEST(LossCheck, ATrialWhoseEndsNeverComeGivesUp)
+{
+	LossCheck check(4);
+	Host host;
+	uint64_t trials = 0;
+	for (int i = 0; i < 40; ++i)
+		if (check.begin(kKey, true, [&] { return host.read(); }) == LossDirective::Trial)
+			++trials;
+	EXPECT_EQ(trials, 2u * 4 + 8);
+	EXPECT_EQ(check.state(kKey)->stage, LossStage::Lossy);
+	EXPECT_STREQ(check.state(kKey)->last_failure, "unfinished");
+	// Ends of phases that did not run the trial's plan do not count.
+	LossCheck other(2);
+	Host h;
+	other.begin(kKey, true, [&] { return h.read(); });
+	other.end(kKey, PlanKind::Pace, [&] { return h.read(); });
+	other.end(kKey, PlanKind::Nothing, [&] { return h.read(); });
+	EXPECT_EQ(other.state(kKey)->trial_phases, 0u);
+}
+
+TEST(LossCheck, KeysAreBounded)
+{
+	LossCheck check(4, 200000, 2);
+	Host host;
+	for (uint32_t p = 2; p < 10; ++p)
+		check.begin(CalibrationKey{1, 12, p}, true, [&] { return host.read(); });
+	int keys = 0;
+	check.for_each([&](const CalibrationKey &, const LossCheckState &) { ++keys; });
+	EXPECT_EQ(keys, 2);
+}
+
+} // namespace
+} // namespace gp::models

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# The models' loss verdict checked on real TCP (Documentation/models.md, "Checking the loss
+# verdict"): 2+2 namespace hosts, a 200mbit bottleneck, cubic, gappaced (stock backend, models
+# planner) in every host, gp-alltoall sending a hint per iteration. Two clusters:
+#   * refuted: the real FIFO holds 1000 packets, but the daemons are told 2, so the models
+#     predict that 2 x 8 KiB overflow and would pace. Every host's trial (32 phases unpaced with
+#     the floor) sees no loss: the key becomes lossless, its phases run as sent, and the daemons
+#     advise the senders to skip its hints (quiet advice counted, phases no longer paced);
+#   * confirmed: the real FIFO holds 4 packets and 64 KiB messages overflow it. Every host's trial
+#     fails on the host's own counters (retransmissions or a timeout) within a few phases, and the
+#     key's later phases are paced.
+#
+# usage: loss_check_test.sh BUILD_DIR      (root, else exit 77 = skip; about 10 s)
+set -euo pipefail
+BUILD=$(cd "${1:?usage: loss_check_test.sh BUILD_DIR}" && pwd)
+HERE=$(cd "$(dirname "$0")" && pwd)
+[[ $(id -u) -eq 0 ]] || { echo "SKIP: needs root (network namespaces)"; exit 77; }
+for tool in jq ip; do command -v $tool >/dev/null || { echo "SKIP: $tool missing (tests/deps.sh)"; exit 77; }; done
+PROGRAM=$BUILD/tools/alltoall/gp-alltoall
+for f in "$PROGRAM" "$BUILD/daemon/gappaced" "$BUILD/tools/gapctl/gapctl"; do
+	[[ -x $f ]] || { echo "FAIL: $f is not built"; exit 1; }
+done
+
+TMP=$(mktemp -d /tmp/gappace-losscheck.XXXXXX)
+TAG=$RANDOM$RANDOM
+export GAPPACE_HINTS_SOCK=@gappace-hints-$TAG GAPPACE_CONTROL_SOCK=@gappace-ctl-$TAG
+DAEMONS=()
+stop_daemons() {
+	local p
+	for p in "${DAEMONS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+	for p in "${DAEMONS[@]}"; do
+		for _ in $(seq 30); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
+	DAEMONS=()
+}
+finish() {
+	set +e
+	stop_daemons
+	rm -rf "$TMP"
+}
+trap finish EXIT # lib.sh's teardown runs first, then this
+# shellcheck source=lib.sh
+source "$HERE/lib.sh"
+
+FAILS=0
+ok() { echo "ok   $*"; }
+fail() { echo "FAIL $*"; FAILS=$((FAILS + 1)); }
+check() { local what=$1; shift; if "$@"; then ok "$what"; else fail "$what"; fi; }
+jqt() { jq -e "$2" "$1" >/dev/null 2>&1; } # FILE FILTER: true if the filter holds
+show() { ip netns exec "$1" "$BUILD/tools/gapctl/gapctl" -j daemon show; }
+
+start_daemons() { # BELIEVED_QUEUE_PACKETS: what the daemons are told the FIFO holds
+	local i h
+	for i in "${!GPC_HOSTS[@]}"; do
+		h=${GPC_HOSTS[$i]}
+		mkdir -p "$TMP/$h"
+		cat >"$TMP/$h/gappaced.toml" <<CONF
+[daemon]
+backend = "stock"
+hints_socket = "$GAPPACE_HINTS_SOCK"
+control_socket = "$GAPPACE_CONTROL_SOCK"
+state_file = "$TMP/$h/state.json"
+phase_timeout = "30s"
+history = 512
+[rto]
+floor = "5ms"
+[pacing]
+frame_overhead = 66
+[planner]
+model = "models"
+loss_check_phases = 32
+$(gp_cluster_bottlenecks_toml | sed "s/^queue_packets = .*/queue_packets = $1/")
+CONF
+		ip netns exec "${GPC_HOST_NS[$i]}" "$BUILD/daemon/gappaced" --config "$TMP/$h/gappaced.toml" \
+			2>"$TMP/$h/daemon.log" &
+		DAEMONS+=($!)
+	done
+	for i in "${!GPC_HOSTS[@]}"; do
+		for _ in $(seq 50); do show "${GPC_HOST_NS[$i]}" >/dev/null 2>&1 && break; sleep 0.1; done
+		show "${GPC_HOST_NS[$i]}" >/dev/null || { cat "$TMP/${GPC_HOSTS[$i]}/daemon.log"; exit 1; }
+	done
+}
+
+run_job() { # NAME MSG ITERATIONS
+	local rc=0
+	"$HERE/alltoall.sh" --state "$GPC_STATE" --program "$PROGRAM" -- --msg "$2" --iterations "$3" \
+		--hints iteration --cc cubic --timeout 60 >"$TMP/$1.json" 2>"$TMP/$1.err" || rc=$?
+	echo "-- $1: exit $rc, $(jq -r '"\(.fraction_of_capacity * 100 | round) % of C, \(.tcp.RetransSegs) retransmitted, \(.tcp.TCPTimeouts) timeouts"' "$TMP/$1.json" 2>/dev/null)"
+	[[ $rc -eq 0 ]] || sed 's/^/   stderr: /' "$TMP/$1.err" | head -5
+	return 0
+}
+
+# ---- refuted: a 1000-packet FIFO the daemons believe holds 2
+gp_cluster_up "$TMP/refuted.state" --left 2 --right 2 --rate 200mbit --queue 1000 --cc cubic 2>/dev/null
+echo "cluster: ${GPC_HOSTS[*]}, FIFO 1000 packets (the daemons are told 2), cc $GPC_CC"
+start_daemons 2
+run_job refuted 8k 400
+check "refuted: the job completed" jqt "$TMP/refuted.json" '.complete == true and .verified == true'
+check "refuted: the real queue lost nothing" jqt "$TMP/refuted.json" '.tcp.TCPTimeouts == 0'
+for i in "${!GPC_HOSTS[@]}"; do
+	h=${GPC_HOSTS[$i]} j=$TMP/${GPC_HOSTS[$i]}/refuted-show.json
+	show "${GPC_HOST_NS[$i]}" >"$j"
+	key='.planner.loss_check.keys[] | select(.kind == "alltoall" and .size_class == 13)'
+	check "$h: one trial of 32 phases, lossless, no failure" \
+		jqt "$j" "[$key | select(.stage == \"lossless\" and .trials == 1 and .failures == 0 and .trial_phases == 32 and .trial_sent > 0)] | length == 1"
+	check "$h: the trial's phases ran unpaced with the floor" \
+		jqt "$j" '[.history[] | select(.bytes_per_peer == 8192 and (.plan | test("loss check: trial")) and .rto >= 1 and .paced == 0)] | length >= 16'
+	check "$h: after it, the phases run as sent and the sender was advised to skip them" \
+		jqt "$j" '([.history[] | select(.bytes_per_peer == 8192 and (.plan | test("loss check: lossless")) and .rto == 0 and .paced == 0)] | length >= 1) and .counters.advice_sent >= 1'
+	check "$h: no 8 KiB phase was ever paced" \
+		jqt "$j" '[.history[] | select(.bytes_per_peer == 8192 and .paced > 0)] | length == 0'
+done
+check "refuted: the senders skipped hints on advice (fewer phases than iterations reached each daemon)" \
+	jqt "$TMP/${GPC_HOSTS[0]}/refuted-show.json" '.counters.phases_begun < 300'
+stop_daemons
+gp_cluster_down
+
+# ---- confirmed: a 4-packet FIFO that 64 KiB bursts overflow
+gp_cluster_up "$TMP/confirmed.state" --left 2 --right 2 --rate 200mbit --queue 4 --cc cubic 2>/dev/null
+echo "cluster: ${GPC_HOSTS[*]}, FIFO 4 packets, cc $GPC_CC"
+start_daemons 4
+run_job confirmed 64k 60
+check "confirmed: the job completed" jqt "$TMP/confirmed.json" '.complete == true and .verified == true'
+for i in "${!GPC_HOSTS[@]}"; do
+	h=${GPC_HOSTS[$i]} j=$TMP/${GPC_HOSTS[$i]}/confirmed-show.json
+	show "${GPC_HOST_NS[$i]}" >"$j"
+	key='.planner.loss_check.keys[] | select(.kind == "alltoall" and .size_class == 16)'
+	check "$h: the trial failed on the host's counters within a few phases" \
+		jqt "$j" "[$key | select(.stage == \"lossy\" and .failures >= 1 and .trial_phases <= 8 and (.last_failure == \"retransmissions\" or .last_failure == \"timeouts\"))] | length == 1"
+	check "$h: the key's later phases were paced" \
+		jqt "$j" '[.history[] | select(.bytes_per_peer == 65536 and .paced > 0)] | length >= 40'
+done
+
+if ((FAILS)); then
+	for h in "${GPC_HOSTS[@]}"; do
+		echo "== $h"; jq -c '.planner.loss_check' "$TMP/$h/confirmed-show.json" "$TMP/$h/refuted-show.json" 2>/dev/null
+	done
+	echo "FAILED: $FAILS check(s)"
+	exit 1
+fi
+echo "all checks passed"

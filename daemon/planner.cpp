@@ -318,7 +318,10 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 		loss_predicted = loss_predicted || x.decision.prediction(models::PlanKind::Nothing).loss_expected;
 	const bool remedied = loss_predicted && model_kind != models::PlanKind::Nothing &&
 			      candidates[static_cast<size_t>(models::PlanKind::Rto)].allowed;
-	const models::LossDirective directive = loss_check_.begin(key, remedied, [this] { return read_counters(); });
+	const double model_phase_us =
+		calibration_.corrected_us(key, candidates[static_cast<size_t>(model_kind)].predicted_us);
+	const models::LossDirective directive =
+		loss_check_.begin(key, remedied, model_phase_us, [this] { return read_counters(); });
 	std::optional<models::PlanKind> checked;
 	if (directive == models::LossDirective::Trial)
 		checked = models::PlanKind::Rto;

@@ -50,30 +50,29 @@ LossCheck::Entry *LossCheck::entry(const CalibrationKey &key, bool create)
 	return &it->second;
 }
 
-bool LossCheck::needs_counters_at_begin(const Entry &e) const
+bool LossCheck::needs_counters_at_begin(const Entry &e, bool may_start) const
 {
 	switch (e.state.stage) {
 	case LossStage::Unchecked:
+		return may_start;
 	case LossStage::Lossless:
 		return true;
 	case LossStage::Lossy:
-		return e.state.phases >= e.state.retry_at;
+		return may_start && e.state.phases >= e.state.retry_at;
 	case LossStage::Trial:
 		return false;
 	}
 	return false;
 }
 
-LossDirective LossCheck::on_begin(Entry &e, const std::optional<HostTcpCounters> &now, bool have_read)
+LossDirective LossCheck::on_begin(Entry &e, const std::optional<HostTcpCounters> &now, bool have_read,
+				  bool may_start)
 {
 	LossCheckState &s = e.state;
 	switch (s.stage) {
 	case LossStage::Lossy:
-		if (!have_read)
-			return LossDirective::Model;
-		[[fallthrough]];
 	case LossStage::Unchecked:
-		if (!now)
+		if (!have_read || !may_start || !now)
 			return LossDirective::Model;
 		s.stage = LossStage::Trial;
 		++s.trials;

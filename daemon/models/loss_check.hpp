@@ -10,6 +10,10 @@
 //   1. Trial. A key (kind, size class, P) whose plan remedies a predicted unpaced loss runs its
 //      next kTrialPhases phases unpaced, with the RTO floor (a loss then costs the floor, not
 //      200 ms). The host's counters are read when the trial starts and after each trial phase.
+//      Only short phases are tried (predicted at most kTrialPhaseMaxUs): a failed trial runs
+//      about two phases unpaced, and what a wrong verdict costs a remedied phase, the control
+//      plane's work for it, matters only where phases are short. Long phases are long because
+//      n·m is many times the queue, where the verdict is not in doubt.
 //   2. Verdict. The trial fails as soon as the host retransmitted more than kRetransmitShareMax
 //      of the segments it sent (judged once at least kMinSegmentsJudged were sent), or paid
 //      timeouts that would cost more than kTimeoutShareMax of the elapsed time at the stock RTO
@@ -79,6 +83,7 @@ public:
 	static constexpr uint64_t kRetryAfterPhases = 256;
 	static constexpr uint64_t kRetryMaxPhases = 65536;
 	static constexpr uint64_t kDefaultTrialPhases = 32;
+	static constexpr double kTrialPhaseMaxUs = 50000;
 
 	// trial_phases = 0: never check (the models' verdict stands). stock_rto_us: what a timeout
 	// costs a phase without the floor.
@@ -86,10 +91,12 @@ public:
 			   size_t max_keys = 1024);
 
 	// At the BEGIN of a phase of `key`. `remedied`: the models' plan remedies a predicted loss
-	// of the unpaced burst (otherwise the check has nothing to say: Model). `read` gives the
-	// host's counters (nullopt: unreadable; then no trial starts and a verdict is not judged);
-	// it is called only when the stage needs them.
-	template <class Read> LossDirective begin(const CalibrationKey &key, bool remedied, Read &&read);
+	// of the unpaced burst (otherwise the check has nothing to say: Model). `phase_us`: the
+	// plan's predicted (calibrated) phase time; no trial starts above kTrialPhaseMaxUs. `read`
+	// gives the host's counters (nullopt: unreadable; then no trial starts and a verdict is not
+	// judged); it is called only when the stage needs them.
+	template <class Read>
+	LossDirective begin(const CalibrationKey &key, bool remedied, double phase_us, Read &&read);
 	// After the END of a phase of `key` that ran with `applied`.
 	template <class Read> void end(const CalibrationKey &key, PlanKind applied, Read &&read);
 
@@ -110,13 +117,13 @@ private:
 		uint64_t last_use = 0;
 	};
 	Entry *entry(const CalibrationKey &key, bool create);
-	LossDirective on_begin(Entry &e, const std::optional<HostTcpCounters> &now, bool have_read);
+	LossDirective on_begin(Entry &e, const std::optional<HostTcpCounters> &now, bool have_read, bool may_start);
 	void on_end(Entry &e, const std::optional<HostTcpCounters> &now);
 	// Accumulates from -> now into the state; returns the failure ("" if none). final: judge
 	// the retransmitted share however few segments were sent.
 	const char *judge(Entry &e, const HostTcpCounters &now, bool final);
 	void fail(Entry &e, const char *why);
-	bool needs_counters_at_begin(const Entry &e) const;
+	bool needs_counters_at_begin(const Entry &e, bool may_start) const;
 
 	uint64_t trial_phases_;
 	double stock_rto_us_;
@@ -125,7 +132,8 @@ private:
 	std::map<CalibrationKey, Entry> entries_;
 };
 
-template <class Read> LossDirective LossCheck::begin(const CalibrationKey &key, bool remedied, Read &&read)
+template <class Read>
+LossDirective LossCheck::begin(const CalibrationKey &key, bool remedied, double phase_us, Read &&read)
 {
 	if (!remedied || trial_phases_ == 0)
 		return LossDirective::Model;
@@ -133,9 +141,10 @@ template <class Read> LossDirective LossCheck::begin(const CalibrationKey &key, 
 	if (!e)
 		return LossDirective::Model;
 	++e->state.phases;
-	if (!needs_counters_at_begin(*e))
-		return on_begin(*e, std::nullopt, false);
-	return on_begin(*e, read(), true);
+	const bool may_start = phase_us <= kTrialPhaseMaxUs;
+	if (!needs_counters_at_begin(*e, may_start))
+		return on_begin(*e, std::nullopt, false, may_start);
+	return on_begin(*e, read(), true, may_start);
 }
 
 template <class Read> void LossCheck::end(const CalibrationKey &key, PlanKind applied, Read &&read)

@@ -35,7 +35,7 @@ struct Host {
 LossDirective run_phase(LossCheck &check, Host &host, uint64_t retransmitted = 0, uint64_t timeouts = 0,
 			uint64_t per_phase = 40, double phase_us = 3000)
 {
-	const LossDirective d = check.begin(kKey, true, [&] { return host.read(); });
+	const LossDirective d = check.begin(kKey, true, 3000, [&] { return host.read(); });
 	host.phase(per_phase, phase_us, retransmitted, timeouts);
 	const PlanKind applied = d == LossDirective::Trial ? PlanKind::Rto
 				 : d == LossDirective::Lossless ? PlanKind::Nothing
@@ -180,11 +180,26 @@ TEST(LossCheck, WithoutCountersOrWithoutRemediesTheModelsDecide)
 	EXPECT_EQ(run_phase(check, host), LossDirective::Model) << "no trial without a first reading";
 	EXPECT_EQ(check.state(kKey)->stage, LossStage::Unchecked);
 	host.readable = true;
-	EXPECT_EQ(check.begin(kKey, false, [&] { return host.read(); }), LossDirective::Model)
+	EXPECT_EQ(check.begin(kKey, false, 3000, [&] { return host.read(); }), LossDirective::Model)
 		<< "a plan that remedies nothing has no loss verdict to check";
 	LossCheck off(0);
 	EXPECT_EQ(run_phase(off, host), LossDirective::Model);
 	EXPECT_FALSE(off.state(kKey));
+}
+
+// A failed trial runs about two phases unpaced: long phases (a 4 MB all-to-all takes seconds)
+// are never tried, and their counters never read.
+TEST(LossCheck, LongPhasesAreNotTried)
+{
+	LossCheck check(4);
+	Host host;
+	for (int i = 0; i < 300; ++i)
+		EXPECT_EQ(check.begin(kKey, true, LossCheck::kTrialPhaseMaxUs * 1.01, [&] { return host.read(); }),
+			  LossDirective::Model);
+	EXPECT_EQ(host.reads, 0u);
+	EXPECT_EQ(check.state(kKey)->trials, 0u);
+	EXPECT_EQ(check.begin(kKey, true, LossCheck::kTrialPhaseMaxUs, [&] { return host.read(); }), LossDirective::Trial)
+		<< "the same key once its phases are short enough";
 }
 
 TEST(LossCheck, ATrialWhoseEndsNeverComeGivesUp)
@@ -193,7 +208,7 @@ TEST(LossCheck, ATrialWhoseEndsNeverComeGivesUp)
 	Host host;
 	uint64_t trials = 0;
 	for (int i = 0; i < 40; ++i)
-		if (check.begin(kKey, true, [&] { return host.read(); }) == LossDirective::Trial)
+		if (check.begin(kKey, true, 3000, [&] { return host.read(); }) == LossDirective::Trial)
 			++trials;
 	EXPECT_EQ(trials, 2u * 4 + 8);
 	EXPECT_EQ(check.state(kKey)->stage, LossStage::Lossy);
@@ -201,7 +216,7 @@ TEST(LossCheck, ATrialWhoseEndsNeverComeGivesUp)
 	// Ends of phases that did not run the trial's plan do not count.
 	LossCheck other(2);
 	Host h;
-	other.begin(kKey, true, [&] { return h.read(); });
+	other.begin(kKey, true, 3000, [&] { return h.read(); });
 	other.end(kKey, PlanKind::Pace, [&] { return h.read(); });
 	other.end(kKey, PlanKind::Nothing, [&] { return h.read(); });
 	EXPECT_EQ(other.state(kKey)->trial_phases, 0u);
@@ -212,7 +227,7 @@ TEST(LossCheck, KeysAreBounded)
 	LossCheck check(4, 200000, 2);
 	Host host;
 	for (uint32_t p = 2; p < 10; ++p)
-		check.begin(CalibrationKey{1, 12, p}, true, [&] { return host.read(); });
+		check.begin(CalibrationKey{1, 12, p}, true, 3000, [&] { return host.read(); });
 	int keys = 0;
 	check.for_each([&](const CalibrationKey &, const LossCheckState &) { ++keys; });
 	EXPECT_EQ(keys, 2);

@@ -92,7 +92,7 @@ LossDirective LossCheck::on_begin(Entry &e, const std::optional<HostTcpCounters>
 	case LossStage::Lossless:
 		if (!now)
 			return LossDirective::Lossless; // judged at the next reading
-		if (const char *why = judge(e, *now, false); *why) {
+		if (const char *why = judge(e, *now); *why) {
 			fail(e, why);
 			return LossDirective::Model;
 		}
@@ -107,14 +107,14 @@ void LossCheck::on_end(Entry &e, const std::optional<HostTcpCounters> &now)
 		return;
 	LossCheckState &s = e.state;
 	++s.trial_phases;
-	const bool final = s.trial_phases >= trial_phases_;
-	if (const char *why = judge(e, *now, final); *why) {
+	if (const char *why = judge(e, *now); *why) {
 		fail(e, why);
 		return;
 	}
-	if (final) {
+	if (s.trial_phases >= trial_phases_) {
 		s.stage = LossStage::Lossless;
 		s.audit_sent = s.audit_retransmitted = s.audit_timeouts = 0;
+		e.audited = *now;
 	}
 }
 
@@ -142,27 +142,36 @@ Losses losses(const HostTcpCounters &from, const HostTcpCounters &to, const Host
 
 } // namespace
 
-const char *LossCheck::judge(Entry &e, const HostTcpCounters &now, bool final)
+const char *LossCheck::judge(Entry &e, const HostTcpCounters &now)
 {
 	LossCheckState &s = e.state;
-	const bool trial = s.stage == LossStage::Trial;
-	// A trial is judged as a whole, up to the reading before this one (whose duplicates and
-	// spurious timeouts are reported by now); an audit judges the window since the last one
-	// alone (a second or so: the lag does not matter), so that a long clean history does not
-	// dilute a new loss.
-	const Losses l = trial ? losses(e.from, e.previous, now) : losses(e.previous, now, now);
-	e.previous = now;
-	if (trial) {
+	if (s.stage == LossStage::Trial) {
+		// The whole trial, up to the reading before this one, whose duplicate reports and
+		// spurious-timeout verdicts have come in by now.
+		const Losses l = losses(e.from, e.previous, now);
+		e.previous = now;
 		s.trial_sent = l.sent, s.trial_retransmitted = l.lost, s.trial_timeouts = l.timeouts;
-	} else {
-		s.audit_sent += l.sent, s.audit_retransmitted += l.lost, s.audit_timeouts += l.timeouts;
+		if (l.timeouts)
+			return "timeouts";
+		if (l.lost)
+			return "losses";
+		return "";
 	}
-	// What the timeouts would have cost at the stock RTO, against the time that passed.
-	if (l.timeouts && static_cast<double>(l.timeouts) * stock_rto_us_ > kTimeoutShareMax * l.elapsed_us)
+	// An audit: the window since the last one (a second or so, so the lag does not matter)
+	// for timeouts, priced at the stock RTO against the time that passed; the lost share over
+	// at least kAuditSegments, so that one late report does not end a verdict.
+	const Losses window = losses(e.previous, now, now);
+	e.previous = now;
+	s.audit_sent += window.sent, s.audit_retransmitted += window.lost, s.audit_timeouts += window.timeouts;
+	if (window.timeouts &&
+	    static_cast<double>(window.timeouts) * stock_rto_us_ > kTimeoutShareMax * window.elapsed_us)
 		return "timeouts";
-	if ((final || l.sent >= kMinSegmentsJudged) &&
-	    static_cast<double>(l.lost) > kRetransmitShareMax * static_cast<double>(l.sent))
-		return "retransmissions";
+	const Losses share = losses(e.audited, now, now);
+	if (share.sent < kAuditSegments)
+		return "";
+	e.audited = now;
+	if (static_cast<double>(share.lost) > kAuditLossShareMax * static_cast<double>(share.sent))
+		return "losses";
 	return "";
 }
 

@@ -7,7 +7,7 @@
 #     the floor) sees no loss: the key becomes lossless, its phases run as sent, and the daemons
 #     advise the senders to skip its hints (quiet advice counted, phases no longer paced);
 #   * confirmed: the real FIFO holds 4 packets and 64 KiB messages overflow it. Every host's trial
-#     fails on the host's own counters (retransmissions or a timeout) within a few phases, and the
+#     fails on the host's own counters (a lost segment or a timeout) within a few phases, and the
 #     key's later phases are paced.
 #
 # usage: loss_check_test.sh BUILD_DIR      (root, else exit 77 = skip; about 10 s)
@@ -128,7 +128,7 @@ for i in "${!GPC_HOSTS[@]}"; do
 	show "${GPC_HOST_NS[$i]}" >"$j"
 	key='.planner.loss_check.keys[] | select(.kind == "alltoall" and .size_class == 16)'
 	check "$h: the trial failed on the host's counters within a few phases" \
-		jqt "$j" "[$key | select(.stage == \"lossy\" and .failures >= 1 and .trial_phases <= 8 and (.last_failure == \"retransmissions\" or .last_failure == \"timeouts\"))] | length == 1"
+		jqt "$j" "[$key | select(.stage == \"lossy\" and .failures >= 1 and .trial_phases <= 8 and (.last_failure == \"losses\" or .last_failure == \"timeouts\"))] | length == 1"
 	check "$h: the key's later phases were paced" \
 		jqt "$j" '[.history[] | select(.bytes_per_peer == 65536 and .paced > 0)] | length >= 40'
 done

@@ -274,6 +274,52 @@ TEST(Library, ConcurrentCallersLoseAndDuplicateNothing)
 	gapctl_close(handle);
 }
 
+// A rank alternates between several phases the daemon calls inert (an all-to-all, the barrier
+// and reductions around it): advice for each must hold while the others' comes and goes. With
+// one table slot per signature, two of them could evict each other for ever.
+TEST_P(Library, QuietAdviceIsKeptForManyPhasesAtOnce)
+{
+	FakeDaemon daemon;
+	gapctl_t *handle = nullptr;
+	ASSERT_EQ(gapctl_open(&handle, GAPCTL_OPEN_NO_KERNEL | GetParam()), 0);
+	ASSERT_TRUE(daemon.accept_client());
+	for (int i = 0; i < 200 && stats_of(handle).carrier != GAPCTL_CARRIER_SOCKET; ++i)
+		usleep(5000);
+	ASSERT_EQ(stats_of(handle).carrier, static_cast<uint32_t>(GAPCTL_CARRIER_SOCKET));
+	std::vector<gapctl_peer> peers = {v4_peer("10.0.0.2", 1), v4_peer("10.0.0.3", 2)};
+	constexpr int kPhases = 16;
+	for (int i = 0; i < kPhases; ++i) {
+		auto phase = alltoall(peers, 1000 + i);
+		uint64_t id = 0;
+		ASSERT_EQ(gapctl_phase_begin(handle, &phase, &id), 0);
+		ASSERT_EQ(gapctl_phase_end(handle, id, 100), 0);
+		auto begin = daemon.next();
+		ASSERT_TRUE(begin) << begin.error().message;
+		ASSERT_TRUE(daemon.next()); // its END
+		ASSERT_TRUE(daemon.advise(begin->header.signature, 10000));
+	}
+	// Without a thread the advice is read after a send; with one, as it arrives.
+	int quiet = 0;
+	for (int round = 0; round < 50 && quiet < kPhases; ++round) {
+		quiet = 0;
+		for (int i = 0; i < kPhases; ++i) {
+			auto phase = alltoall(peers, 1000 + i);
+			uint64_t id = 0;
+			ASSERT_EQ(gapctl_phase_begin(handle, &phase, &id), 0);
+			ASSERT_EQ(gapctl_phase_end(handle, id, 100), 0);
+			if (id & GAPCTL_PHASE_QUIET) {
+				++quiet;
+			} else {
+				ASSERT_TRUE(daemon.next()) << "phase " << i << " was not quiet, so it is sent";
+				ASSERT_TRUE(daemon.next());
+			}
+		}
+		usleep(2000);
+	}
+	EXPECT_EQ(quiet, kPhases) << "advice for some phases was lost to others'";
+	gapctl_close(handle);
+}
+
 // The daemon's advice that a phase changes nothing silences alike phases (and only those)
 // for the time it names; then they are sent again, so the daemon still sees one per period.
 TEST_P(Library, QuietAdviceSkipsAlikePhasesForItsTime)

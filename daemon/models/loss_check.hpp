@@ -25,6 +25,10 @@
 //      per quiet period) audits the counters since the last one: timeouts that would cost more
 //      than kTimeoutShareMax of the elapsed time at the stock RTO, or, once kAuditSegments were
 //      sent since the last judgment, more than kAuditLossShareMax of them lost, end the verdict.
+//      The timeouts are what matters once running unpaced; the share is only a backstop. (At
+//      0.1 %, hosts of a 4 KB all-to-all on 4+4 hosts, which stock Linux runs at 0.85 of C
+//      without a timeout, lost 0.03-0.26 % per window and kept switching between verdicts:
+//      0.74 of C, below both stock and pacing.)
 //   4. Lossy (a failed trial or audit): the models decide again; a new trial at the next
 //      multiple of kRetryAfterPhases phases of the key, doubled after every failure (at most
 //      kRetryMaxPhases), so that the hosts of one collective try again together.
@@ -80,7 +84,7 @@ struct LossCheckState {
 class LossCheck {
 public:
 	static constexpr double kTimeoutShareMax = 0.05;
-	static constexpr double kAuditLossShareMax = 0.001;
+	static constexpr double kAuditLossShareMax = 0.01;
 	static constexpr uint64_t kAuditSegments = 1000;
 	static constexpr uint64_t kRetryAfterPhases = 256;
 	static constexpr uint64_t kRetryMaxPhases = 65536;

@@ -357,13 +357,13 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 		if (directive == models::LossDirective::Trial)
 			reason += "loss check: trial " + std::to_string(s.trials) + ", " + std::to_string(s.trial_phases) + " of " +
 				  std::to_string(loss_check_.trial_phases()) + " phases done (" +
-				  std::to_string(s.trial_retransmitted) + " of " + std::to_string(s.trial_sent) +
-				  " segments retransmitted, " + std::to_string(s.trial_timeouts) + " timeouts): rto instead of " +
+				  std::to_string(s.trial_lost) + " of " + std::to_string(s.trial_sent) + " segments lost, " +
+				  std::to_string(s.trial_timeouts) + " timeouts): rto instead of " +
 				  models::plan_name(model_kind) + "; ";
 		else
-			reason += "loss check: lossless (" + std::to_string(s.trial_retransmitted) + " of " +
-				  std::to_string(s.trial_sent) + " segments retransmitted in " + std::to_string(s.trial_phases) +
-				  " trial phases, no costly timeout): nothing instead of " + models::plan_name(model_kind) + "; ";
+			reason += "loss check: lossless (no segment lost of " + std::to_string(s.trial_sent) + " in " +
+				  std::to_string(s.trial_phases) + " trial phases, " + std::to_string(s.audit_lost) + " of " +
+				  std::to_string(s.audit_sent) + " since): nothing instead of " + models::plan_name(model_kind) + "; ";
 	} else if (choice.why != models::ChoiceReason::Model) {
 		const auto outcomes = learner_.outcomes(key);
 		auto mean = [&](models::PlanKind k) {
@@ -470,8 +470,8 @@ void ModelPlanner::describe(JsonWriter &j) const
 		j.field("phases", s.phases).field("trials", s.trials).field("failures", s.failures);
 		j.field("last_failure", s.last_failure).field("retry_at", s.retry_at);
 		j.field("trial_phases", s.trial_phases).field("trial_sent", s.trial_sent);
-		j.field("trial_retransmitted", s.trial_retransmitted).field("trial_timeouts", s.trial_timeouts);
-		j.field("audit_sent", s.audit_sent).field("audit_retransmitted", s.audit_retransmitted);
+		j.field("trial_lost", s.trial_lost).field("trial_timeouts", s.trial_timeouts);
+		j.field("audit_sent", s.audit_sent).field("audit_lost", s.audit_lost);
 		j.field("audit_timeouts", s.audit_timeouts);
 		j.end_object();
 	});

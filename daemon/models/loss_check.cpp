@@ -77,7 +77,7 @@ LossDirective LossCheck::on_begin(Entry &e, const std::optional<HostTcpCounters>
 		s.stage = LossStage::Trial;
 		++s.trials;
 		s.trial_phases = 0;
-		s.trial_sent = s.trial_retransmitted = s.trial_timeouts = 0;
+		s.trial_sent = s.trial_lost = s.trial_timeouts = 0;
 		e.from = e.previous = *now;
 		e.trial_begins = 1;
 		return LossDirective::Trial;
@@ -113,7 +113,7 @@ void LossCheck::on_end(Entry &e, const std::optional<HostTcpCounters> &now)
 	}
 	if (s.trial_phases >= trial_phases_) {
 		s.stage = LossStage::Lossless;
-		s.audit_sent = s.audit_retransmitted = s.audit_timeouts = 0;
+		s.audit_sent = s.audit_lost = s.audit_timeouts = 0;
 		e.audited = *now;
 	}
 }
@@ -150,7 +150,7 @@ const char *LossCheck::judge(Entry &e, const HostTcpCounters &now)
 		// spurious-timeout verdicts have come in by now.
 		const Losses l = losses(e.from, e.previous, now);
 		e.previous = now;
-		s.trial_sent = l.sent, s.trial_retransmitted = l.lost, s.trial_timeouts = l.timeouts;
+		s.trial_sent = l.sent, s.trial_lost = l.lost, s.trial_timeouts = l.timeouts;
 		if (l.timeouts)
 			return "timeouts";
 		if (l.lost)
@@ -162,7 +162,7 @@ const char *LossCheck::judge(Entry &e, const HostTcpCounters &now)
 	// at least kAuditSegments, so that one late report does not end a verdict.
 	const Losses window = losses(e.previous, now, now);
 	e.previous = now;
-	s.audit_sent += window.sent, s.audit_retransmitted += window.lost, s.audit_timeouts += window.timeouts;
+	s.audit_sent += window.sent, s.audit_lost += window.lost, s.audit_timeouts += window.timeouts;
 	if (window.timeouts &&
 	    static_cast<double>(window.timeouts) * stock_rto_us_ > kTimeoutShareMax * window.elapsed_us)
 		return "timeouts";

@@ -74,10 +74,11 @@ struct LossCheckState {
 	uint64_t trial_phases = 0;	// ended in the current (or last) trial
 	uint64_t trials = 0, failures = 0;
 	uint64_t retry_at = 0;		// phase count of the next trial (lossy)
-	// The host's segments sent and retransmitted and its timeouts, over the current (or last)
-	// trial, and over the audits since the last lossless verdict.
-	uint64_t trial_sent = 0, trial_retransmitted = 0, trial_timeouts = 0;
-	uint64_t audit_sent = 0, audit_retransmitted = 0, audit_timeouts = 0;
+	// The host's segments sent and lost (retransmitted less those reported as duplicates) and
+	// its timeouts (less the spurious ones), over the current (or last) trial, and over the
+	// audits since the last lossless verdict.
+	uint64_t trial_sent = 0, trial_lost = 0, trial_timeouts = 0;
+	uint64_t audit_sent = 0, audit_lost = 0, audit_timeouts = 0;
 	const char *last_failure = "";	// "losses", "timeouts", "unfinished"
 };
 

@@ -74,7 +74,7 @@ TEST(LossCheck, ALostSegmentFailsTheTrialAtTheNextEnd)
 	const auto s = check.state(kKey);
 	EXPECT_EQ(s->stage, LossStage::Lossy);
 	EXPECT_STREQ(s->last_failure, "losses");
-	EXPECT_EQ(s->trial_retransmitted, 2u);
+	EXPECT_EQ(s->trial_lost, 2u);
 	EXPECT_EQ(s->failures, 1u);
 	EXPECT_EQ(run_phase(check, host), LossDirective::Model);
 }
@@ -148,7 +148,7 @@ TEST(LossCheck, NeedlessRetransmissionsAndSpuriousTimeoutsAreNotLosses)
 	// The duplicates come an RTT after the retransmissions: the reading at END may count a
 	// phase's retransmissions before their DSACKs, but the trial judges its whole sum.
 	EXPECT_EQ(check.state(kKey)->stage, LossStage::Lossless) << check.state(kKey)->last_failure;
-	EXPECT_LE(check.state(kKey)->trial_retransmitted, 3u);
+	EXPECT_LE(check.state(kKey)->trial_lost, 3u);
 	EXPECT_EQ(check.state(kKey)->trial_timeouts, 0u);
 }
 

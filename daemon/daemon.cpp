@@ -398,30 +398,10 @@ void Daemon::handle_hint(const nlmsghdr *nlh, bool from_kernel, std::optional<hi
 		recent_errors_.pop_front();
 }
 
-void Daemon::begin_phase(hint::Hint h, bool from_kernel, Clock::time_point received, int reply_fd)
+// The sender's own sockets towards the peers: its uid's established connections that its fd
+// table holds. Nothing else is ever touched.
+std::vector<TargetSocket> Daemon::resolve_targets(PhaseRecord &r, Clock::time_point received)
 {
-	const auto key = std::make_pair(uint64_t{h.sender->pid}, h.header.phase_id);
-	if (phases_.count(key)) {
-		++counters_.hints_malformed;
-		log(LOG_WARNING, "pid " + std::to_string(h.sender->pid) + " began phase " + std::to_string(h.header.phase_id) +
-					 " twice: ignored");
-		return;
-	}
-	if (phases_.size() >= config_.max_phases) {
-		++counters_.hints_dropped;
-		log(LOG_WARNING, "too many phases (" + std::to_string(phases_.size()) + "): hint dropped");
-		return;
-	}
-	Phase phase;
-	PhaseRecord &r = phase.record;
-	r.sender = *h.sender;
-	r.header = h.header;
-	r.peers = h.peers;
-	r.carrier = from_kernel ? "kernel" : "socket";
-	r.began_unix_ms = unix_ms();
-
-	// The sender's own sockets towards the peers: its uid's established connections that
-	// its fd table holds. Nothing else is ever touched.
 	std::vector<TargetSocket> targets;
 	// Back-to-back collectives name the same peers: reuse the resolution for a second. A
 	// socket closed meanwhile only makes the backend's change fail (pidfd_getfd checks the
@@ -429,9 +409,9 @@ void Daemon::begin_phase(hint::Hint h, bool from_kernel, Clock::time_point recei
 	auto cached = resolved_.find(r.sender.pid);
 	if (cached != resolved_.end() && cached->second.uid == r.sender.uid && cached->second.peers == r.peers &&
 	    received < cached->second.until) {
-		targets = cached->second.targets;
 		++counters_.resolutions_cached;
-	} else {
+		return cached->second.targets;
+	}
 	stock::SocketFilter filter;
 	filter.uid = r.sender.uid;
 	auto sockets = stock::list_established_tcp(filter);
@@ -472,10 +452,48 @@ void Daemon::begin_phase(hint::Hint h, bool from_kernel, Clock::time_point recei
 			}
 		}
 	}
-		resolved_[r.sender.pid] = Resolution{r.sender.uid, r.peers, targets, received + std::chrono::seconds(1)};
+	resolved_[r.sender.pid] = Resolution{r.sender.uid, r.peers, targets, received + std::chrono::seconds(1)};
+	return targets;
+}
+
+void Daemon::begin_phase(hint::Hint h, bool from_kernel, Clock::time_point received, int reply_fd)
+{
+	const auto key = std::make_pair(uint64_t{h.sender->pid}, h.header.phase_id);
+	if (phases_.count(key)) {
+		++counters_.hints_malformed;
+		log(LOG_WARNING, "pid " + std::to_string(h.sender->pid) + " began phase " + std::to_string(h.header.phase_id) +
+					 " twice: ignored");
+		return;
 	}
-	r.sockets = targets.size();
-	const auto resolved = Clock::now();
+	if (phases_.size() >= config_.max_phases) {
+		++counters_.hints_dropped;
+		log(LOG_WARNING, "too many phases (" + std::to_string(phases_.size()) + "): hint dropped");
+		return;
+	}
+	Phase phase;
+	PhaseRecord &r = phase.record;
+	r.sender = *h.sender;
+	r.header = h.header;
+	r.peers = h.peers;
+	r.carrier = from_kernel ? "kernel" : "socket";
+	r.began_unix_ms = unix_ms();
+
+	// Which of the sender's sockets the peers are is needed to apply a plan, and to plan at all
+	// when a peer is named by its address alone (its local address tells the bottleneck side).
+	// Peers named by their connection's tuple are planned from the hint: a phase that changes
+	// nothing (small collectives, a lossless verdict: most phases that still reach the daemon)
+	// then costs no socket-table dump and no scan of the sender's fds, work that competes for
+	// the CPU with the ranks of a busy node.
+	const bool peers_are_tuples = std::all_of(r.peers.begin(), r.peers.end(), [](const hint::Peer &p) { return p.is_tuple(); });
+	std::vector<TargetSocket> targets;
+	auto resolve_ns = std::chrono::nanoseconds::zero();
+	auto resolve = [&] {
+		const auto t0 = Clock::now();
+		targets = resolve_targets(r, received);
+		resolve_ns = Clock::now() - t0;
+	};
+	if (!peers_are_tuples)
+		resolve();
 
 	std::vector<PlannedPeer> planned(r.peers.size());
 	for (size_t i = 0; i < r.peers.size(); ++i) {
@@ -494,6 +512,9 @@ void Daemon::begin_phase(hint::Hint h, bool from_kernel, Clock::time_point recei
 		}
 	}
 	Plan plan = planner_->plan(r.header, planned, config_);
+	if (peers_are_tuples && !plan.empty())
+		resolve();
+	r.sockets = targets.size();
 	if (plan.inert && r.header.signature && config_.quiet_ms && r.errors.empty()) {
 		// A hint from the kernel has no way back: its sender's library keeps the daemon's
 		// socket open for advice (same pid and uid, as SO_PEERCRED gave them).
@@ -515,7 +536,7 @@ void Daemon::begin_phase(hint::Hint h, bool from_kernel, Clock::time_point recei
 	const auto planned_at = Clock::now();
 	backend_->apply(request, phase.applied, r.errors);
 	auto ns = [](auto d) { return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count()); };
-	r.resolve_ns = ns(resolved - received);
+	r.resolve_ns = ns(resolve_ns);
 	r.backend_ns = ns(Clock::now() - planned_at);
 	r.paced = phase.applied.paced;
 	r.rto = phase.applied.rto;

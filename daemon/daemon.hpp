@@ -57,14 +57,15 @@ struct PhaseRecord {
 	std::string plan;		// the planner's reason
 	std::vector<uint64_t> rate_bps;	// per peer
 	uint32_t rto_min_us = 0;
-	size_t sockets = 0;		// sender sockets matched to the peers
+	size_t sockets = 0;		// sender sockets matched to the peers (not looked up, 0, when
+					// the plan changes nothing and the hint names tuples)
 	size_t paced = 0, rto = 0;	// settings applied
 	std::vector<std::string> errors;
 	std::string carrier;		// "kernel" or "socket"
 	std::string ended;		// "", "end", "timeout", "sender-exit", "shutdown"
 	int64_t began_unix_ms = 0;
 	uint64_t apply_latency_ns = 0;	// hint received -> settings applied
-	uint64_t resolve_ns = 0;	// of that: finding the sender's sockets
+	uint64_t resolve_ns = 0;	// of that: finding the sender's sockets (0: not needed)
 	uint64_t backend_ns = 0;	// of that: the backend applying the plan
 	double predicted_us = 0;	// the planner's phase time (0: none), raw and calibrated
 	double calibrated_us = 0;
@@ -97,6 +98,8 @@ private:
 	// reply_fd: the socket sender's connection, where advice goes (-1: the kernel carrier).
 	void handle_hint(const nlmsghdr *nlh, bool from_kernel, std::optional<hint::Sender> peer_cred, int reply_fd = -1);
 	void begin_phase(hint::Hint hint, bool from_kernel, std::chrono::steady_clock::time_point received, int reply_fd);
+	// The sender's sockets towards the hint's peers (cached per sender for a second).
+	std::vector<TargetSocket> resolve_targets(PhaseRecord &record, std::chrono::steady_clock::time_point received);
 	void advise_quiet(int reply_fd, uint64_t signature);
 	void log_phase_begin(const PhaseRecord &record) const;
 	void end_phase(uint64_t key_pid, uint64_t phase_id, uint64_t duration_ns, const char *why);

@@ -202,6 +202,18 @@ say end "$phase" >/dev/null
 sleep 0.3
 check "a phase that needs pacing is still sent (only it reached the daemon)" \
 	test "$(counter hints_received)" -eq $((received_before + 2))
+# Peers named by their connection's tuple: a phase that changes nothing is planned without
+# looking up the sender's sockets; one that paces finds them.
+phase=$(say begin allgather 1000 fd | awk '/^phase/{print $2}')
+say end "$phase" >/dev/null
+check "inert phase with tuple peers: no socket lookup ($(show | jq -c '.history[-1] | {sockets, resolve_ns, paced}'))" \
+	bash -c "$GAPCTL -j daemon show | jq -e '.history[-1] | .kind==\"allgather\" and .sockets==0 and .resolve_ns==0 and .paced==0' >/dev/null"
+phase=$(say begin allgather 1048576 fd | awk '/^phase/{print $2}')
+sleep 0.3
+check "paced phase with tuple peers: its socket found and paced ($(say pacing))" test "$(say pacing)" = "pacing 12500000"
+say end "$phase" >/dev/null
+check "paced phase with tuple peers: recorded" \
+	bash -c "$GAPCTL -j daemon show | jq -e '.history[-1] | .kind==\"allgather\" and .sockets==1 and .resolve_ns>0 and .paced==1' >/dev/null"
 cp "$TMP/good.toml" "$TMP/gappaced.toml"; kill -HUP "$DAEMON_PID"; sleep 0.3
 
 # ---- the daemon killed mid-phase: the next one restores from the state file

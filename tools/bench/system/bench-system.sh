@@ -37,6 +37,9 @@
 #                        titled "N+M (guest)". --guest-kernel KVER (default: the newest of
 #                        tests/vm/kernels.sh list).
 #
+# Per topology, the sizes run in turn and, for each size, every variant's REPS repetitions, so
+# that the variants of one size are measured minutes apart, not the whole sweep apart (the
+# daemons start afresh for each size and variant; what they learn is kept per size class).
 # Every run is bounded (--cell-timeout); the clusters, daemons and ranks it starts are removed
 # on every exit path. Needs root (network namespaces). Exit 0 when every cell produced a
 # result, 1 otherwise, 2 on bad usage, 77 without root.
@@ -129,6 +132,10 @@ source "$CLUSTER/lib.sh"
 source "$ROOT/tests/vm/host-lib.sh"
 mkdir -p "$OUT"
 TMP=$(mktemp -d /tmp/gappace-bench.XXXXXX)
+# The daemons' state files (rewritten whenever a setting is added) on tmpfs, as /run is on a
+# usual host. Here /run and /tmp are ext4, where replacing a file by rename starts its
+# writeback: 15 routes of an 8+8 phase took 1.1-1.5 s to apply there, 0.02-0.16 s on tmpfs.
+STATE_DIR=$(mktemp -d /dev/shm/gappace-bench.XXXXXX 2>/dev/null || mktemp -d /tmp/gappace-bench-state.XXXXXX)
 TAG=$RANDOM$RANDOM
 DAEMONS=()
 stop_daemons() {
@@ -145,7 +152,7 @@ finish() {
 	set +e
 	stop_daemons
 	gp_cluster_down 2>/dev/null
-	rm -rf "$TMP"
+	rm -rf "$TMP" "$STATE_DIR"
 }
 trap finish EXIT
 trap 'exit 130' INT TERM
@@ -185,7 +192,7 @@ start_daemons() { # [PACING RTO]: writes one config per host, starts gappaced in
 backend = "stock"
 hints_socket = "$GAPPACE_HINTS_SOCK"
 control_socket = "$GAPPACE_CONTROL_SOCK"
-state_file = "$TMP/$h/state.json"
+state_file = "$STATE_DIR/$h.json"
 phase_timeout = "30s"
 history = 64
 [remedies]
@@ -321,14 +328,18 @@ for topo in "${TOPOS[@]}"; do
 	n_left=${topo%+*} n_right=${topo#*+}
 	gp_cluster_up "$TMP/cluster-$topo.state" --left "$n_left" --right "$n_right" --rate "$RATE" --queue "$QUEUE" >/dev/null
 	echo "== $topo: ${#GPC_HOSTS[@]} hosts, bottleneck $RATE, FIFO $QUEUE packets, cc $GPC_CC" >&2
-	for variant in "${HOST_VARIANTS[@]}"; do
-		case $variant in rto | rto+pace) set_hand_rto on ;; esac
-		case $variant in
-		gappaced | mpi-gappaced) start_daemons ;;
-		mpi-gappaced-rto) start_daemons false "$RTO_ON" ;;
-		esac
-		for size in "${SIZE_LIST[@]}"; do
-			m=$(bytes_of "$size")
+	# Size outer, variant inner: the variants of one size run within a few minutes of each
+	# other, so that drift of this shared machine's load does not pass for a difference between
+	# them. The daemons start afresh for each (size, variant); what they learn (calibration, the
+	# loss check's verdicts) is kept per size class, so nothing learnt for another size is lost.
+	for size in "${SIZE_LIST[@]}"; do
+		m=$(bytes_of "$size")
+		for variant in "${HOST_VARIANTS[@]}"; do
+			case $variant in rto | rto+pace) set_hand_rto on ;; esac
+			case $variant in
+			gappaced | mpi-gappaced) start_daemons ;;
+			mpi-gappaced-rto) start_daemons false "$RTO_ON" ;;
+			esac
 			for rep in $(seq "$REPS"); do
 				dc_before='{}'
 				[[ $variant == *gappaced* ]] && dc_before=$(daemon_counters)
@@ -370,16 +381,16 @@ for topo in "${TOPOS[@]}"; do
 					(if .result.fraction_of_capacity then "\(.result.fraction_of_capacity * 1000 | round / 1000) of C, \(.result.tcp.TCPTimeouts // "?") timeouts" else "no result" end)' \
 					<<<"$(tail -n1 "$RUNS")" >&2
 			done
+			if [[ $variant == *gappaced* ]]; then
+				# What the daemons planned, predicted and measured (calibration), kept per host.
+				for i in "${!GPC_HOSTS[@]}"; do
+					ip netns exec "${GPC_HOST_NS[$i]}" "$BUILD/tools/gapctl/gapctl" -j daemon show \
+						>"$OUT/daemon-$topo-$size-$variant-${GPC_HOSTS[$i]}.json" 2>/dev/null || true
+				done
+				stop_daemons
+			fi
+			case $variant in rto | rto+pace) set_hand_rto off ;; esac
 		done
-		if [[ $variant == *gappaced* ]]; then
-			# What the daemons planned, predicted and measured (calibration), kept per host.
-			for i in "${!GPC_HOSTS[@]}"; do
-				ip netns exec "${GPC_HOST_NS[$i]}" "$BUILD/tools/gapctl/gapctl" -j daemon show \
-					>"$OUT/daemon-$topo-$variant-${GPC_HOSTS[$i]}.json" 2>/dev/null || true
-			done
-			stop_daemons
-		fi
-		case $variant in rto | rto+pace) set_hand_rto off ;; esac
 	done
 	gp_cluster_down
 done

@@ -31,11 +31,8 @@ trap finish EXIT # lib.sh's teardown runs first, then this
 # shellcheck source=lib.sh
 source "$HERE/lib.sh"
 
-FAILS=0
-ok() { echo "ok   $*"; }
-fail() { echo "FAIL $*"; FAILS=$((FAILS + 1)); }
-check() { local what=$1; shift; if "$@"; then ok "$what"; else fail "$what"; fi; }
-jqt() { jq -e "$2" "$1" >/dev/null 2>&1; } # FILE FILTER: true if the filter holds
+# shellcheck source=checks.sh
+source "$HERE/checks.sh"
 
 # run NAME [launcher options] -- [gp-alltoall options]: NAME.json, NAME.err, NAME.rc, NAME.seconds
 run() {

@@ -73,6 +73,49 @@ gp_cluster_bottlenecks_toml() {
 	done
 }
 
+# gp_daemons_start BUILD CONFIG_FUNCTION DIR: one gappaced per host of the current cluster.
+# CONFIG_FUNCTION INDEX prints host INDEX's config (0-based; GPC_HOSTS[INDEX] is its name); it
+# is written to DIR/HOST.toml and the daemon's stderr to DIR/HOST.log. Returns when every daemon
+# answers `gapctl daemon show` (5 s each at most); otherwise prints the late one's log and
+# fails. The daemons' pids are in GP_DAEMON_PIDS; gp_daemons_stop ends them (the cluster's
+# teardown would too, by killing what runs in its namespaces).
+GP_DAEMON_PIDS=()
+gp_daemons_start() {
+	local build=${1:?gp_daemons_start: build dir} config=${2:?gp_daemons_start: config function}
+	local dir=${3:?gp_daemons_start: dir} i h up
+	mkdir -p "$dir" || return 1
+	for i in "${!GPC_HOSTS[@]}"; do
+		h=${GPC_HOSTS[$i]}
+		"$config" "$i" >"$dir/$h.toml" || return 1
+		ip netns exec "${GPC_HOST_NS[$i]}" "$build/daemon/gappaced" --config "$dir/$h.toml" 2>"$dir/$h.log" &
+		GP_DAEMON_PIDS+=($!)
+	done
+	for i in "${!GPC_HOSTS[@]}"; do
+		up=0
+		for _ in $(seq 50); do
+			if gp_daemon_show "$i" "$build" >/dev/null 2>&1; then up=1; break; fi
+			sleep 0.1
+		done
+		((up)) || { echo "gappaced on ${GPC_HOSTS[$i]} did not start:" >&2; cat "$dir/${GPC_HOSTS[$i]}.log" >&2; return 1; }
+	done
+}
+
+# gp_daemon_show INDEX BUILD: `gapctl -j daemon show` of host INDEX's daemon (the control socket
+# from GAPPACE_CONTROL_SOCK, as the daemons were configured).
+gp_daemon_show() { ip netns exec "${GPC_HOST_NS[$1]}" "$2/tools/gapctl/gapctl" -j daemon show; }
+
+# gp_daemons_stop: SIGTERM (the daemons revert what they applied), then SIGKILL after 3 s.
+gp_daemons_stop() {
+	local p
+	for p in "${GP_DAEMON_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+	for p in "${GP_DAEMON_PIDS[@]}"; do
+		for _ in $(seq 30); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
+	GP_DAEMON_PIDS=()
+}
+
 # Pids of every process inside the current cluster's namespaces (hosts and switch).
 gp_cluster_pids() {
 	local ns

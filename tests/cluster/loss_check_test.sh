@@ -24,44 +24,26 @@ done
 TMP=$(mktemp -d /tmp/gappace-losscheck.XXXXXX)
 TAG=$RANDOM$RANDOM
 export GAPPACE_HINTS_SOCK=@gappace-hints-$TAG GAPPACE_CONTROL_SOCK=@gappace-ctl-$TAG
-DAEMONS=()
-stop_daemons() {
-	local p
-	for p in "${DAEMONS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	for p in "${DAEMONS[@]}"; do
-		for _ in $(seq 30); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL "$p" 2>/dev/null || true
-		wait "$p" 2>/dev/null || true
-	done
-	DAEMONS=()
-}
 finish() {
 	set +e
-	stop_daemons
+	gp_daemons_stop
 	rm -rf "$TMP"
 }
 trap finish EXIT # lib.sh's teardown runs first, then this
 # shellcheck source=lib.sh
 source "$HERE/lib.sh"
-
-FAILS=0
-ok() { echo "ok   $*"; }
-fail() { echo "FAIL $*"; FAILS=$((FAILS + 1)); }
-check() { local what=$1; shift; if "$@"; then ok "$what"; else fail "$what"; fi; }
-jqt() { jq -e "$2" "$1" >/dev/null 2>&1; } # FILE FILTER: true if the filter holds
+# shellcheck source=checks.sh
+source "$HERE/checks.sh"
 show() { ip netns exec "$1" "$BUILD/tools/gapctl/gapctl" -j daemon show; }
 
-start_daemons() { # BELIEVED_QUEUE_PACKETS: what the daemons are told the FIFO holds
-	local i h
-	for i in "${!GPC_HOSTS[@]}"; do
-		h=${GPC_HOSTS[$i]}
-		mkdir -p "$TMP/$h"
-		cat >"$TMP/$h/gappaced.toml" <<CONF
+daemon_config() { # HOST_INDEX; BELIEVED_QUEUE_PACKETS: what the daemons are told the FIFO holds
+	local h=${GPC_HOSTS[$1]}
+	cat <<CONF
 [daemon]
 backend = "stock"
 hints_socket = "$GAPPACE_HINTS_SOCK"
 control_socket = "$GAPPACE_CONTROL_SOCK"
-state_file = "$TMP/$h/state.json"
+state_file = "$TMP/daemons/$h.state.json"
 phase_timeout = "30s"
 history = 512
 [rto]
@@ -71,16 +53,12 @@ frame_overhead = 66
 [planner]
 model = "models"
 loss_check_phases = 32
-$(gp_cluster_bottlenecks_toml | sed "s/^queue_packets = .*/queue_packets = $1/")
+$(gp_cluster_bottlenecks_toml | sed "s/^queue_packets = .*/queue_packets = $BELIEVED_QUEUE_PACKETS/")
 CONF
-		ip netns exec "${GPC_HOST_NS[$i]}" "$BUILD/daemon/gappaced" --config "$TMP/$h/gappaced.toml" \
-			2>"$TMP/$h/daemon.log" &
-		DAEMONS+=($!)
-	done
-	for i in "${!GPC_HOSTS[@]}"; do
-		for _ in $(seq 50); do show "${GPC_HOST_NS[$i]}" >/dev/null 2>&1 && break; sleep 0.1; done
-		show "${GPC_HOST_NS[$i]}" >/dev/null || { cat "$TMP/${GPC_HOSTS[$i]}/daemon.log"; exit 1; }
-	done
+}
+start_daemons() { # BELIEVED_QUEUE_PACKETS
+	BELIEVED_QUEUE_PACKETS=$1
+	gp_daemons_start "$BUILD" daemon_config "$TMP/daemons" || exit 1
 }
 
 run_job() { # NAME MSG ITERATIONS
@@ -100,7 +78,7 @@ run_job refuted 8k 400
 check "refuted: the job completed" jqt "$TMP/refuted.json" '.complete == true and .verified == true'
 check "refuted: the real queue lost nothing" jqt "$TMP/refuted.json" '.tcp.TCPTimeouts == 0'
 for i in "${!GPC_HOSTS[@]}"; do
-	h=${GPC_HOSTS[$i]} j=$TMP/${GPC_HOSTS[$i]}/refuted-show.json
+	h=${GPC_HOSTS[$i]} j=$TMP/daemons/${GPC_HOSTS[$i]}.refuted-show.json
 	show "${GPC_HOST_NS[$i]}" >"$j"
 	key='.planner.loss_check.keys[] | select(.kind == "alltoall" and .size_class == 13)'
 	check "$h: one trial of 32 phases, lossless, no failure" \
@@ -113,8 +91,8 @@ for i in "${!GPC_HOSTS[@]}"; do
 		jqt "$j" '[.history[] | select(.bytes_per_peer == 8192 and .paced > 0)] | length == 0'
 done
 check "refuted: the senders skipped hints on advice (fewer phases than iterations reached each daemon)" \
-	jqt "$TMP/${GPC_HOSTS[0]}/refuted-show.json" '.counters.phases_begun < 300'
-stop_daemons
+	jqt "$TMP/daemons/${GPC_HOSTS[0]}.refuted-show.json" '.counters.phases_begun < 300'
+gp_daemons_stop
 gp_cluster_down
 
 # ---- confirmed: a 4-packet FIFO that 64 KiB bursts overflow
@@ -124,7 +102,7 @@ start_daemons 4
 run_job confirmed 64k 60
 check "confirmed: the job completed" jqt "$TMP/confirmed.json" '.complete == true and .verified == true'
 for i in "${!GPC_HOSTS[@]}"; do
-	h=${GPC_HOSTS[$i]} j=$TMP/${GPC_HOSTS[$i]}/confirmed-show.json
+	h=${GPC_HOSTS[$i]} j=$TMP/daemons/${GPC_HOSTS[$i]}.confirmed-show.json
 	show "${GPC_HOST_NS[$i]}" >"$j"
 	key='.planner.loss_check.keys[] | select(.kind == "alltoall" and .size_class == 16)'
 	check "$h: the trial failed on the host's counters within a few phases" \
@@ -135,7 +113,7 @@ done
 
 if ((FAILS)); then
 	for h in "${GPC_HOSTS[@]}"; do
-		echo "== $h"; jq -c '.planner.loss_check' "$TMP/$h/confirmed-show.json" "$TMP/$h/refuted-show.json" 2>/dev/null
+		echo "== $h"; jq -c '.planner.loss_check' "$TMP/daemons/$h.confirmed-show.json" "$TMP/daemons/$h.refuted-show.json" 2>/dev/null
 	done
 	echo "FAILED: $FAILS check(s)"
 	exit 1

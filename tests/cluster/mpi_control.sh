@@ -20,34 +20,27 @@ source "$HERE/lib.sh"
 
 TMP=$(mktemp -d /tmp/gappace-mpi.XXXXXX)
 TAG=$RANDOM$RANDOM
-DAEMONS=() SAMPLER=""
-FAILS=0
+SAMPLER=""
 finish() {
 	set +e
 	[[ -n $SAMPLER ]] && kill "$SAMPLER" 2>/dev/null
-	for p in "${DAEMONS[@]}"; do kill -TERM "$p" 2>/dev/null; done
-	sleep 0.3
-	for p in "${DAEMONS[@]}"; do kill -KILL "$p" 2>/dev/null; done
+	gp_daemons_stop
 	rm -rf "$TMP"
 }
-trap finish EXIT
-ok() { echo "ok   $*"; }
-jqt() { jq -e "$2" "$1" >/dev/null; } # FILE FILTER: true if the filter holds
-fail() { echo "FAIL $*"; FAILS=$((FAILS + 1)); }
-check() { local what=$1; shift; if "$@"; then ok "$what"; else fail "$what"; fi; }
+trap finish EXIT # lib.sh's teardown runs first, then this
+# shellcheck source=checks.sh
+source "$HERE/checks.sh"
 
 gp_cluster_up "$TMP/cluster.state" --left 2 --right 2 --rate 200mbit --queue 40
 echo "cluster: ${GPC_HOSTS[*]} (${GPC_HOST_ADDR[*]}), cc $GPC_CC"
 export GAPPACE_HINTS_SOCK=@gappace-hints-$TAG GAPPACE_CONTROL_SOCK=@gappace-ctl-$TAG
-for i in "${!GPC_HOSTS[@]}"; do
-	h=${GPC_HOSTS[$i]}
-	mkdir -p "$TMP/$h"
-	cat >"$TMP/$h/gappaced.toml" <<CONF
+daemon_config() { # HOST_INDEX
+	cat <<CONF
 [daemon]
 backend = "stock"
 hints_socket = "$GAPPACE_HINTS_SOCK"
 control_socket = "$GAPPACE_CONTROL_SOCK"
-state_file = "$TMP/$h/state.json"
+state_file = "$TMP/daemons/${GPC_HOSTS[$1]}.state.json"
 phase_timeout = "30s"
 # This test checks the actuation chain: the simple rule (pace and floor every crossing phase) and
 # rates taken literally. The models' decisions are tested in daemon/tests and by bench-system.
@@ -59,15 +52,9 @@ frame_overhead = 0
 floor = "5ms"
 $(gp_cluster_bottlenecks_toml)
 CONF
-	ip netns exec "${GPC_HOST_NS[$i]}" "$BUILD/daemon/gappaced" --config "$TMP/$h/gappaced.toml" \
-		2>"$TMP/$h/daemon.log" &
-	DAEMONS+=($!)
-done
+}
+gp_daemons_start "$BUILD" daemon_config "$TMP/daemons" || exit 1
 show() { ip netns exec "$1" "$BUILD/tools/gapctl/gapctl" -j daemon show; }
-for i in "${!GPC_HOSTS[@]}"; do
-	for _ in $(seq 50); do show "${GPC_HOST_NS[$i]}" >/dev/null 2>&1 && break; sleep 0.1; done
-	show "${GPC_HOST_NS[$i]}" >/dev/null || { cat "$TMP/${GPC_HOSTS[$i]}/daemon.log"; exit 1; }
-done
 
 h1ns=${GPC_HOST_NS[0]}
 for flavour in "${FLAVOURS[@]}"; do
@@ -92,12 +79,11 @@ for flavour in "${FLAVOURS[@]}"; do
 		"$program" --size $size --iters 30 --kinds alltoall,bcast >"$TMP/job.$flavour" 2>&1 || rc=$?
 	kill "$SAMPLER" 2>/dev/null; wait "$SAMPLER" 2>/dev/null || true; SAMPLER=""
 	tail -n 3 "$TMP/job.$flavour"
-	cp "$TMP/${GPC_HOSTS[0]}/daemon.log" /tmp/last-h1-daemon.log 2>/dev/null || true
 	check "$flavour job finished with verified data" test "$rc" -eq 0
 	for i in "${!GPC_HOSTS[@]}"; do
 		ns=${GPC_HOST_NS[$i]} h=${GPC_HOSTS[$i]}
-		show "$ns" >"$TMP/$h/show.$flavour.json"; cp "$TMP/$h/show.$flavour.json" /tmp/last-show-$h.json
-		j="$TMP/$h/show.$flavour.json"
+		show "$ns" >"$TMP/daemons/$h.show.$flavour.json"
+		j="$TMP/daemons/$h.show.$flavour.json"
 		check "$h: alltoall phases of $size B/peer, P=4, 3 peers" \
 			jqt "$j" "[.history[] | select(.kind==\"alltoall\" and .bytes_per_peer==$size and .comm_size==4 and (.peers|length)>=3)] | length >= 30"
 		check "$h: bcast phases of $size B, P=4" \
@@ -111,16 +97,16 @@ for flavour in "${FLAVOURS[@]}"; do
 		# Removed records leave the state file at the daemon's first tick a second after the
 		# removal (a phase that follows soon finds them there and writes nothing): wait for that.
 		check "$h: nothing left (no route, empty state)" \
-			bash -c "for _ in \$(seq 40); do [[ -z \$(ip -n $ns route show proto 167) ]] && jq -e '(.routes|length)==0 and (.pacing|length)==0' $TMP/$h/state.json >/dev/null && exit 0; sleep 0.1; done; exit 1"
+			bash -c "for _ in \$(seq 40); do [[ -z \$(ip -n $ns route show proto 167) ]] && jq -e '(.routes|length)==0 and (.pacing|length)==0' $TMP/daemons/$h.state.json >/dev/null && exit 0; sleep 0.1; done; exit 1"
 	done
 	check "during phases: route with rto_min lock 5ms seen on h1" grep -q "route: .*rto_min lock 5ms" "$TMP/samples.$flavour"
 	# ss -n prints "pacing_rate CURRENT/CAP" only while a cap is set.
 	check "during phases: a rank socket with a pacing cap seen on h1" grep -Eq "ss: .*pacing_rate [0-9]+bps/[0-9]+bps" "$TMP/samples.$flavour"
 	jq -c '.history[-1] | {kind, bytes_per_peer, comm_size, peers: (.peers|length), sockets, paced, rto, plan, apply_latency_ns}' \
-		"$TMP/${GPC_HOSTS[0]}/show.$flavour.json"
+		"$TMP/daemons/${GPC_HOSTS[0]}.show.$flavour.json"
 done
 for i in "${!GPC_HOSTS[@]}"; do
-	echo "--- ${GPC_HOSTS[$i]} daemon log (last 3 lines)"; tail -n 3 "$TMP/${GPC_HOSTS[$i]}/daemon.log"
+	echo "--- ${GPC_HOSTS[$i]} daemon log (last 3 lines)"; tail -n 3 "$TMP/daemons/${GPC_HOSTS[$i]}.log"
 done
 if ((FAILS)); then echo "mpi_control: $FAILS failed"; exit 1; fi
 echo "mpi_control: all passed"

@@ -31,17 +31,15 @@ source "$HERE/lib.sh"
 
 TMP=$(mktemp -d /tmp/gappace-probe.XXXXXX)
 SERVER=""
-FAILS=0
 finish() {
 	set +e
 	[[ -n $SERVER ]] && kill "$SERVER" 2>/dev/null
 	rm -rf "$TMP"
 }
 trap finish EXIT # gp_cluster_up keeps it: it runs after the cluster's teardown
-ok() { echo "ok   $*"; }
-fail() { echo "FAIL $*"; FAILS=$((FAILS + 1)); }
-check() { local what=$1; shift; if "$@"; then ok "$what"; else fail "$what"; fi; }
-jqt() { jq -e "$1" "$TMP/params.json" >/dev/null 2>&1; } # FILTER: true if it holds
+# shellcheck source=checks.sh
+source "$HERE/checks.sh"
+params() { jqt "$TMP/params.json" "$1"; } # FILTER: true if it holds of the parameter file
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 gp_cluster_up "$TMP/cluster.state" --left 1 --right 1 --rate 200mbit --queue 40 --cc cubic
@@ -81,20 +79,20 @@ drops_after=$(gp_cluster_stats | jq .l2r.fifo.drops)
 cat "$TMP/probe.out" "$TMP/probe.err"
 check "probe exits 0 (rc $rc, $took ms)" test "$rc" -eq 0
 check "probe --quick takes under 30 s" test "$took" -lt 30000
-check "the file parses" jqt "type == \"object\""
-check "format gappace-params/1" jqt '.format == "gappace-params/1"'
+check "the file parses" params "type == \"object\""
+check "format gappace-params/1" params '.format == "gappace-params/1"'
 check "points strictly increasing, from 0 to 1 MiB" \
-	jqt '[.points[].bytes] as $b | ($b | length) >= 2 and $b[0] == 0 and $b[-1] == 1048576
+	params '[.points[].bytes] as $b | ($b | length) >= 2 and $b[0] == 0 and $b[-1] == 1048576
 	     and all(range(1; $b | length); $b[.] > $b[. - 1])'
-check "rtt mean > 0" jqt '.rtt.mean_us > 0 and .rtt.samples > 0'
+check "rtt mean > 0" params '.rtt.mean_us > 0 and .rtt.samples > 0'
 rate=$(jq '.points[-1] | .bytes * 8 / (.g_us * 1e-6)' "$TMP/params.json")
 check "g of the largest message: $(printf %.0f "$rate") bit/s is 50..110 % of 200 Mbit/s" \
-	jqt '.points[-1] | (.bytes * 8 / (.g_us * 1e-6)) as $r | $r >= 100e6 and $r <= 220e6'
+	params '.points[-1] | (.bytes * 8 / (.g_us * 1e-6)) as $r | $r >= 100e6 and $r <= 220e6'
 check "switch queue $(jq .switch_queue.packets "$TMP/params.json") packets is 25..60 (FIFO of 40)" \
-	jqt '.switch_queue.packets >= 25 and .switch_queue.packets <= 60'
+	params '.switch_queue.packets >= 25 and .switch_queue.packets <= 60'
 check "the bottleneck FIFO dropped during the probe ($drops_before -> $drops_after)" \
 	test "$drops_after" -gt "$drops_before"
-check "every point has reps >= 3" jqt 'all(.points[]; .reps >= 3)'
+check "every point has reps >= 3" params 'all(.points[]; .reps >= 3)'
 
 status=""
 for _ in $(seq 50); do kill -0 "$SERVER" 2>/dev/null || break; sleep 0.1; done

@@ -137,20 +137,9 @@ TMP=$(mktemp -d /tmp/gappace-bench.XXXXXX)
 # writeback: 15 routes of an 8+8 phase took 1.1-1.5 s to apply there, 0.02-0.16 s on tmpfs.
 STATE_DIR=$(mktemp -d /dev/shm/gappace-bench.XXXXXX 2>/dev/null || mktemp -d /tmp/gappace-bench-state.XXXXXX)
 TAG=$RANDOM$RANDOM
-DAEMONS=()
-stop_daemons() {
-	local p
-	for p in "${DAEMONS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	for p in "${DAEMONS[@]}"; do
-		for _ in $(seq 30); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL "$p" 2>/dev/null || true
-		wait "$p" 2>/dev/null || true
-	done
-	DAEMONS=()
-}
 finish() {
 	set +e
-	stop_daemons
+	gp_daemons_stop
 	gp_cluster_down 2>/dev/null
 	rm -rf "$TMP" "$STATE_DIR"
 }
@@ -182,22 +171,19 @@ tcp_counters() {
 			ext["TCPTimeouts"], ext["TCPLossProbes"], tcp["RetransSegs"] }'
 }
 
-start_daemons() { # [PACING RTO]: writes one config per host, starts gappaced in every host namespace
-	local i h pacing=${1:-$PACING_ON} rto=${2:-$RTO_ON}
-	for i in "${!GPC_HOSTS[@]}"; do
-		h=${GPC_HOSTS[$i]}
-		mkdir -p "$TMP/$h"
-		cat >"$TMP/$h/gappaced.toml" <<CONF
+DAEMON_PACING='' DAEMON_RTO=''
+daemon_config() { # HOST_INDEX: gappaced's config for that host (remedies from DAEMON_PACING/RTO)
+	cat <<CONF
 [daemon]
 backend = "stock"
 hints_socket = "$GAPPACE_HINTS_SOCK"
 control_socket = "$GAPPACE_CONTROL_SOCK"
-state_file = "$STATE_DIR/$h.json"
+state_file = "$STATE_DIR/${GPC_HOSTS[$1]}.json"
 phase_timeout = "30s"
 history = 64
 [remedies]
-pacing = $pacing
-rto = $rto
+pacing = $DAEMON_PACING
+rto = $DAEMON_RTO
 [rto]
 floor = "${RTO_MS}ms"
 [pacing]
@@ -211,24 +197,16 @@ learn = $LEARN
 loss_check_phases = $LOSS_CHECK
 $(gp_cluster_bottlenecks_toml)
 CONF
-		ip netns exec "${GPC_HOST_NS[$i]}" "$BUILD/daemon/gappaced" --config "$TMP/$h/gappaced.toml" \
-			2>"$TMP/$h/daemon.log" &
-		DAEMONS+=($!)
-	done
-	for i in "${!GPC_HOSTS[@]}"; do
-		local up=0
-		for _ in $(seq 50); do
-			if ip netns exec "${GPC_HOST_NS[$i]}" "$BUILD/tools/gapctl/gapctl" daemon show >/dev/null 2>&1; then up=1; break; fi
-			sleep 0.1
-		done
-		((up)) || { cat "$TMP/${GPC_HOSTS[$i]}/daemon.log" >&2; die "gappaced on ${GPC_HOSTS[$i]} did not start"; }
-	done
+}
+start_daemons() { # [PACING RTO]: one gappaced per host (configs and logs in $TMP/daemons)
+	DAEMON_PACING=${1:-$PACING_ON} DAEMON_RTO=${2:-$RTO_ON}
+	gp_daemons_start "$BUILD" daemon_config "$TMP/daemons" || die "the daemons did not start"
 }
 
 daemon_counters() { # sums phases/apply errors over the hosts' daemons
 	local i
 	for i in "${!GPC_HOSTS[@]}"; do
-		ip netns exec "${GPC_HOST_NS[$i]}" "$BUILD/tools/gapctl/gapctl" -j daemon show 2>/dev/null | jq -c '.counters'
+		gp_daemon_show "$i" "$BUILD" 2>/dev/null | jq -c '.counters'
 	done | jq -s -c '{phases_begun: (map(.phases_begun) | add), apply_errors: (map(.apply_errors) | add),
 		phases_timed_out: (map(.phases_timed_out) | add), hints_dropped: (map(.hints_dropped) | add)}'
 }
@@ -364,7 +342,7 @@ for topo in "${TOPOS[@]}"; do
 						'$a | to_entries | map({key, value: (.value - ($b[.key] // 0))}) | from_entries')
 					# The daemons' recent phases: predicted, calibrated and measured times.
 					for i in "${!GPC_HOSTS[@]}"; do
-						ip netns exec "${GPC_HOST_NS[$i]}" "$BUILD/tools/gapctl/gapctl" -j daemon show 2>/dev/null |
+						gp_daemon_show "$i" "$BUILD" 2>/dev/null |
 							jq -c --arg topo "$topo" --arg variant "$variant" --argjson m "$m" --argjson rep "$rep" \
 								--arg host "${GPC_HOSTS[$i]}" \
 								'{topology: $topo, variant: $variant, msg: $m, rep: $rep, host: $host,
@@ -384,10 +362,10 @@ for topo in "${TOPOS[@]}"; do
 			if [[ $variant == *gappaced* ]]; then
 				# What the daemons planned, predicted and measured (calibration), kept per host.
 				for i in "${!GPC_HOSTS[@]}"; do
-					ip netns exec "${GPC_HOST_NS[$i]}" "$BUILD/tools/gapctl/gapctl" -j daemon show \
+					gp_daemon_show "$i" "$BUILD" \
 						>"$OUT/daemon-$topo-$size-$variant-${GPC_HOSTS[$i]}.json" 2>/dev/null || true
 				done
-				stop_daemons
+				gp_daemons_stop
 			fi
 			case $variant in rto | rto+pace) set_hand_rto off ;; esac
 		done

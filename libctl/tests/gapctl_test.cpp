@@ -134,6 +134,17 @@ gapctl_stats stats_of(gapctl_t *handle)
 	return stats;
 }
 
+// A handle on the daemon's socket (never the kernel), once the library holds the connection
+// the fake daemon accepted: advice can only reach a connected sender.
+void open_on_socket(FakeDaemon &daemon, uint32_t flags, gapctl_t **handle)
+{
+	ASSERT_EQ(gapctl_open(handle, GAPCTL_OPEN_NO_KERNEL | flags), 0);
+	ASSERT_TRUE(daemon.accept_client());
+	for (int i = 0; i < 200 && stats_of(*handle).carrier != GAPCTL_CARRIER_SOCKET; ++i)
+		usleep(5000);
+	ASSERT_EQ(stats_of(*handle).carrier, static_cast<uint32_t>(GAPCTL_CARRIER_SOCKET));
+}
+
 class Library : public ::testing::TestWithParam<uint32_t> {};
 
 TEST_P(Library, DeliversBeginAndEndToTheDaemonSocket)
@@ -281,11 +292,7 @@ TEST_P(Library, QuietAdviceIsKeptForManyPhasesAtOnce)
 {
 	FakeDaemon daemon;
 	gapctl_t *handle = nullptr;
-	ASSERT_EQ(gapctl_open(&handle, GAPCTL_OPEN_NO_KERNEL | GetParam()), 0);
-	ASSERT_TRUE(daemon.accept_client());
-	for (int i = 0; i < 200 && stats_of(handle).carrier != GAPCTL_CARRIER_SOCKET; ++i)
-		usleep(5000);
-	ASSERT_EQ(stats_of(handle).carrier, static_cast<uint32_t>(GAPCTL_CARRIER_SOCKET));
+	ASSERT_NO_FATAL_FAILURE(open_on_socket(daemon, GetParam(), &handle));
 	std::vector<gapctl_peer> peers = {v4_peer("10.0.0.2", 1), v4_peer("10.0.0.3", 2)};
 	constexpr int kPhases = 16;
 	for (int i = 0; i < kPhases; ++i) {
@@ -326,11 +333,7 @@ TEST_P(Library, QuietAdviceSkipsAlikePhasesForItsTime)
 {
 	FakeDaemon daemon;
 	gapctl_t *handle = nullptr;
-	ASSERT_EQ(gapctl_open(&handle, GAPCTL_OPEN_NO_KERNEL | GetParam()), 0);
-	ASSERT_TRUE(daemon.accept_client());
-	for (int i = 0; i < 200 && stats_of(handle).carrier != GAPCTL_CARRIER_SOCKET; ++i)
-		usleep(5000);
-	ASSERT_EQ(stats_of(handle).carrier, static_cast<uint32_t>(GAPCTL_CARRIER_SOCKET));
+	ASSERT_NO_FATAL_FAILURE(open_on_socket(daemon, GetParam(), &handle));
 	std::vector<gapctl_peer> peers = {v4_peer("10.0.0.2", 1), v4_peer("10.0.0.3", 2)};
 	auto small = alltoall(peers, 1024);
 	uint64_t id = 0;

@@ -211,7 +211,7 @@ Expected<Config> parse_config(const std::string &text, const std::string &source
 	}
 
 	if (const toml::table *t = section(check, root, "pacing")) {
-		check.only_keys(*t, "pacing", {"queue_packets", "mtu", "min_rate", "frame_overhead"});
+		check.only_keys(*t, "pacing", {"queue_packets", "mtu", "min_rate", "frame_overhead", "pace_local_peers"});
 		if (auto v = check.ranged(*t, "pacing", "frame_overhead", parse_count, "90", 0, 1000, "0 .. 1000"))
 			config.frame_overhead = static_cast<uint32_t>(*v);
 		if (auto v = check.ranged(*t, "pacing", "queue_packets", parse_count, "40", 1, 1 << 20, "1 .. 1048576"))
@@ -220,6 +220,8 @@ Expected<Config> parse_config(const std::string &text, const std::string &source
 			config.mtu = static_cast<uint32_t>(*v);
 		if (auto v = check.ranged(*t, "pacing", "min_rate", parse_rate, "1mbit", 1000, UINT64_MAX / 2, ">= 1kbit"))
 			config.min_rate_bps = *v;
+		if (auto v = check.get<bool>(*t, "pacing", "pace_local_peers", "true or false"))
+			config.pace_local_peers = *v;
 	}
 
 	if (const toml::table *t = section(check, root, "planner")) {

@@ -67,6 +67,10 @@ struct Config {
 	// rates are wire rates; the stock backend caps payload (SO_MAX_PACING_RATE counts it), so
 	// it scales them by mss / (mss + frame_overhead).
 	uint32_t frame_overhead = 90;
+	// Pace, in a paced phase whose connections all run at once, the connections that cross no
+	// bottleneck too, at the crossing ones' rate (Documentation/models.md, "Connections that
+	// cross no bottleneck").
+	bool pace_local_peers = true;
 
 	// [planner]
 	std::string planner = "models";		// "models" (Documentation/models.md) or "default"

@@ -107,6 +107,49 @@ std::vector<Crossing> crossings(const hint::Header &phase, std::span<const Plann
 	return out;
 }
 
+// The connections of a paced phase that cross no bottleneck (Documentation/models.md,
+// "Connections that cross no bottleneck"). In a phase whose connections all run at once and
+// each carry m bytes, the paced crossing ones set its end, so the others end first at any rate.
+// Unpaced, they take the sender's link (on the namespace cluster, its CPUs) in a burst at the
+// phase's start, just when the crossing flows' first slots come due, and a cap at the fair share
+// cannot make up a slot it missed: the bottleneck idles later. Paced at the slowest crossing
+// rate they still end no later than the phase. Returns how many connections it paced.
+size_t pace_local_peers(Plan &plan, const hint::Header &phase, const std::vector<bool> &crossing, const Config &config)
+{
+	if (!config.pace_local_peers || !symmetric_kind(phase.kind) || one_at_a_time(phase.algorithm))
+		return 0;
+	uint64_t slowest = 0;
+	for (uint64_t r : plan.rate_bps)
+		if (r && (!slowest || r < slowest))
+			slowest = r;
+	if (!slowest)
+		return 0;
+	size_t paced = 0;
+	for (size_t i = 0; i < plan.rate_bps.size(); ++i) {
+		if (!crossing[i] && !plan.rate_bps[i]) {
+			plan.rate_bps[i] = slowest;
+			++paced;
+		}
+	}
+	return paced;
+}
+
+std::vector<bool> crossing_peers(const std::vector<Crossing> &crossed, size_t peers)
+{
+	std::vector<bool> out(peers, false);
+	for (const Crossing &c : crossed)
+		for (size_t i : c.peers)
+			out[i] = true;
+	return out;
+}
+
+std::string local_pacing_text(size_t paced)
+{
+	return paced ? std::to_string(paced) + " connection" + (paced == 1 ? "" : "s") +
+			       " crossing no bottleneck paced alike; "
+		     : std::string();
+}
+
 uint64_t queue_bytes_of(const Bottleneck &b, const Config &config)
 {
 	return uint64_t{b.queue_packets ? b.queue_packets : config.queue_packets} * config.mtu;
@@ -144,7 +187,8 @@ Plan DefaultPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer
 	// Only the paced kinds' bursts are sized here; a rooted kind is never called inert.
 	bool all_bursts_fit = paced_kind(phase.kind);
 	if (paced_kind(phase.kind) && phase.bytes_per_peer) {
-		for (const Crossing &c : crossings(phase, peers, config)) {
+		const std::vector<Crossing> crossed = crossings(phase, peers, config);
+		for (const Crossing &c : crossed) {
 			const Bottleneck &b = *c.bottleneck;
 			const uint64_t queue_bytes = queue_bytes_of(b, config);
 			const uint64_t burst = c.senders * c.fanout * phase.bytes_per_peer;
@@ -162,6 +206,7 @@ Plan DefaultPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer
 			reason += b.name + ": " + std::to_string(c.peers.size()) + " peers, k=" + std::to_string(c.senders) +
 				  " f=" + std::to_string(c.fanout) + " -> " + format_rate(rate) + " per connection; ";
 		}
+		reason += local_pacing_text(pace_local_peers(plan, phase, crossing_peers(crossed, peers.size()), config));
 	}
 
 	if (config.rto) {
@@ -252,7 +297,9 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 		models::Decision decision;
 	};
 	std::vector<Decided> decided;
-	for (Crossing &c : crossings(phase, peers, config)) {
+	std::vector<Crossing> crossed = crossings(phase, peers, config);
+	const std::vector<bool> crossing = crossing_peers(crossed, peers.size());
+	for (Crossing &c : crossed) {
 		const Bottleneck &b = *c.bottleneck;
 		// Rooted collectives have one sender per step into any link (the root, or a tree's
 		// parent): k = 1 with its fanout.
@@ -352,6 +399,7 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 		reason += b.name + ": k=" + std::to_string(x.crossing.senders) + " f=" + std::to_string(x.crossing.fanout) +
 			  ", " + d.explanation + "; ";
 	}
+	reason += local_pacing_text(pace_local_peers(plan, phase, crossing, config));
 	if (checked) {
 		const models::LossCheckState s = *loss_check_.state(key);
 		if (directive == models::LossDirective::Trial)

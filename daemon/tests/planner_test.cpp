@@ -63,6 +63,9 @@ TEST(DefaultPlanner, LinearAlltoallDividesByFanoutToo)
 	auto peers = cluster_peers();
 	Plan plan = DefaultPlanner().plan(alltoall(65536, GAPPACE_HINT_ALGORITHM_LINEAR), peers, two_sided());
 	EXPECT_EQ(plan.rate_bps.back(), 200000000u / (8 * 8));
+	// All connections at once: the same side's are paced alike (models.md, "Connections that
+	// cross no bottleneck").
+	EXPECT_EQ(plan.rate_bps.front(), 200000000u / (8 * 8));
 }
 
 TEST(DefaultPlanner, BurstThatFitsTheQueueIsNotPaced)
@@ -168,14 +171,52 @@ TEST(ModelPlanner, LinearAlltoallIsPacedAtTheSharedRateBound)
 	const double a = o / (2.0 * (config.mtu - 52.0 + o));
 	EXPECT_NEAR(a, 90.0 / 3076.0, 1e-12) << "1500-byte Ethernet, the default overhead of 90";
 	const double bound = 200e6 / (1.0 + a) * m / (n * m - q);
-	for (size_t i = 0; i < peers.size(); ++i) {
-		if (peers[i].rank < 8)
-			EXPECT_EQ(plan.rate_bps[i], 0u) << "same side, rank " << peers[i].rank;
-		else
-			EXPECT_NEAR(static_cast<double>(plan.rate_bps[i]), bound, 1.0) << "rank " << peers[i].rank;
-	}
+	for (size_t i = 0; i < peers.size(); ++i) // the same side too: see the next test
+		EXPECT_NEAR(static_cast<double>(plan.rate_bps[i]), bound, 1.0) << "rank " << peers[i].rank;
 	EXPECT_GT(plan.predicted_us, 8e6 * n * m / 200e6) << "at least the time the link needs";
 	EXPECT_NE(plan.reason.find("pace"), std::string::npos) << plan.reason;
+}
+
+// Connections that cross no bottleneck (models.md): in a phase whose connections all run at once,
+// the same side's are paced at the crossing connections' rate (they end no later than those), so
+// that they do not burst at the start; one at a time (pairwise) they are left alone, as they are
+// with [pacing] pace_local_peers = false, and the prediction is the same either way.
+TEST(ModelPlanner, SameSideConnectionsOfALinearPhaseArePacedLikeTheCrossingOnes)
+{
+	Config config = two_sided();
+	auto planner = model_planner(config);
+	auto peers = cluster_peers();
+	const Plan linear = planner->plan(alltoall(65536, GAPPACE_HINT_ALGORITHM_LINEAR), peers, config);
+	ASSERT_EQ(peers.back().rank, 15);
+	const uint64_t crossing_rate = linear.rate_bps.back();
+	ASSERT_GT(crossing_rate, 0u);
+	for (size_t i = 0; i < peers.size(); ++i)
+		EXPECT_EQ(linear.rate_bps[i], crossing_rate) << "rank " << peers[i].rank;
+	EXPECT_NE(linear.reason.find("7 connections crossing no bottleneck paced alike"), std::string::npos)
+		<< linear.reason;
+
+	Config free_local = two_sided();
+	free_local.pace_local_peers = false;
+	auto planner2 = model_planner(free_local);
+	const Plan unpaced_local = planner2->plan(alltoall(65536, GAPPACE_HINT_ALGORITHM_LINEAR), peers, free_local);
+	for (size_t i = 0; i < peers.size(); ++i)
+		EXPECT_EQ(unpaced_local.rate_bps[i], peers[i].rank < 8 ? 0u : crossing_rate) << "rank " << peers[i].rank;
+	EXPECT_EQ(unpaced_local.predicted_us, linear.predicted_us);
+	EXPECT_EQ(unpaced_local.reason.find("crossing no bottleneck"), std::string::npos) << unpaced_local.reason;
+
+	const Plan pairwise = planner->plan(alltoall(65536, GAPPACE_HINT_ALGORITHM_PAIRWISE), peers, config);
+	for (size_t i = 0; i < peers.size(); ++i) {
+		if (peers[i].rank < 8)
+			EXPECT_EQ(pairwise.rate_bps[i], 0u) << "same side, rank " << peers[i].rank;
+		else
+			EXPECT_GT(pairwise.rate_bps[i], 0u) << "rank " << peers[i].rank;
+	}
+
+	hint::Header bcast = alltoall(65536, GAPPACE_HINT_ALGORITHM_LINEAR);
+	bcast.kind = GAPPACE_HINT_KIND_BCAST; // a rooted kind: its peers' shares differ
+	const Plan rooted = planner->plan(bcast, peers, config);
+	for (size_t i = 0; i < peers.size(); ++i)
+		EXPECT_TRUE(peers[i].rank >= 8 || rooted.rate_bps[i] == 0) << "same side, rank " << peers[i].rank;
 }
 
 // PlogP-BR's E_q = 0 (q >= n m): no tail loss to expect, so every remedy only costs.

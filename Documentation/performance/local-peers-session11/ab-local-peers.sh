@@ -38,7 +38,8 @@ for size in ${sizes//,/ }; do
 	m=$(bytes "$size")
 	vol=$(awk -v c=$C -v p=$((nl + nr)) -v xp=$((2 * nl * nr)) -v m=$m 'BEGIN { v = 2 * c / 8 * 2 * p * (p - 1) / xp; mn = p * (p - 1) * m; printf "%d", (v < mn ? mn : v) }')
 	for rep in $(seq "$reps"); do
-		for LOCAL in true false; do
+		order="true false"; ((${ABBA:-0} && rep % 2 == 0)) && order="false true" # ABBA=1: alternate which goes first
+		for LOCAL in $order; do
 			gp_daemons_start "$B" cfg "$OUT/daemons" >/dev/null || exit 1
 			line=$("$GP_CLUSTER_DIR/alltoall.sh" --state "$GPC_STATE" -- --msg "$m" --volume "$vol" --pattern pairwise \
 				--capacity $C --cc cubic --timeout 120 --sndbuf 8m --hints iteration 2>/dev/null)

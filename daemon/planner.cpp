@@ -368,9 +368,11 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 	const double model_phase_us =
 		calibration_.corrected_us(key, candidates[static_cast<size_t>(model_kind)].predicted_us);
 	const models::LossDirective directive =
-		loss_check_.begin(key, remedied, model_phase_us, [this] { return read_counters(); });
+		loss_check_.begin(key, remedied, model_phase_us, [this] { return read_counters(); },
+				  std::clamp(candidate_floor_us, static_cast<double>(config.rto_min_us),
+					     static_cast<double>(config.rto_max_us)));
 	std::optional<models::PlanKind> checked;
-	if (directive == models::LossDirective::Trial)
+	if (directive == models::LossDirective::Trial || directive == models::LossDirective::Floored)
 		checked = models::PlanKind::Rto;
 	else if (directive == models::LossDirective::Lossless)
 		checked = models::PlanKind::Nothing;
@@ -407,6 +409,12 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 				  std::to_string(loss_check_.trial_phases()) + " phases done (" +
 				  std::to_string(s.trial_lost) + " of " + std::to_string(s.trial_sent) + " segments lost, " +
 				  std::to_string(s.trial_timeouts) + " timeouts): rto instead of " +
+				  models::plan_name(model_kind) + "; ";
+		else if (directive == models::LossDirective::Floored)
+			reason += "loss check: floored (no segment lost of " + std::to_string(s.trial_sent) + " in " +
+				  std::to_string(s.trial_phases) + " trial phases, then timeouts unpaced; " +
+				  std::to_string(s.floored_lost) + " of " + std::to_string(s.floored_sent) + " segments lost, " +
+				  std::to_string(s.floored_timeouts) + " timeouts since): rto instead of " +
 				  models::plan_name(model_kind) + "; ";
 		else
 			reason += "loss check: lossless (no segment lost of " + std::to_string(s.trial_sent) + " in " +
@@ -521,6 +529,8 @@ void ModelPlanner::describe(JsonWriter &j) const
 		j.field("trial_lost", s.trial_lost).field("trial_timeouts", s.trial_timeouts);
 		j.field("audit_sent", s.audit_sent).field("audit_lost", s.audit_lost);
 		j.field("audit_timeouts", s.audit_timeouts);
+		j.field("floored", s.floored).field("floored_sent", s.floored_sent);
+		j.field("floored_lost", s.floored_lost).field("floored_timeouts", s.floored_timeouts);
 		j.end_object();
 	});
 	j.end_array();

@@ -1,6 +1,7 @@
 #include "loss_check.hpp"
 
 #include <algorithm>
+#include <string_view>
 
 namespace gp::models {
 
@@ -13,6 +14,8 @@ const char *loss_stage_name(LossStage stage)
 		return "trial";
 	case LossStage::Lossless:
 		return "lossless";
+	case LossStage::Floored:
+		return "floored";
 	case LossStage::Lossy:
 		return "lossy";
 	}
@@ -57,6 +60,8 @@ bool LossCheck::needs_counters_at_begin(const Entry &e, bool may_start) const
 		return may_start;
 	case LossStage::Lossless:
 		return true;
+	case LossStage::Floored:
+		return e.state.phases % kFlooredAuditEvery == 0 || (may_start && e.state.phases >= e.state.retry_at);
 	case LossStage::Lossy:
 		return may_start && e.state.phases >= e.state.retry_at;
 	case LossStage::Trial:
@@ -70,17 +75,21 @@ LossDirective LossCheck::on_begin(Entry &e, const std::optional<HostTcpCounters>
 {
 	LossCheckState &s = e.state;
 	switch (s.stage) {
+	case LossStage::Floored:
+		if (now && may_start && s.phases >= s.retry_at)
+			return start_trial(e, *now);
+		if (!now)
+			return LossDirective::Floored;
+		if (const char *why = judge(e, *now); *why) {
+			fail(e, why);
+			return LossDirective::Model;
+		}
+		return LossDirective::Floored;
 	case LossStage::Lossy:
 	case LossStage::Unchecked:
 		if (!have_read || !may_start || !now)
 			return LossDirective::Model;
-		s.stage = LossStage::Trial;
-		++s.trials;
-		s.trial_phases = 0;
-		s.trial_sent = s.trial_lost = s.trial_timeouts = 0;
-		e.from = e.previous = *now;
-		e.trial_begins = 1;
-		return LossDirective::Trial;
+		return start_trial(e, *now);
 	case LossStage::Trial:
 		// ENDs can be lost (a sender gone, a phase timed out): a trial that began far more
 		// phases than it saw end gives up rather than run unpaced for ever.
@@ -93,12 +102,30 @@ LossDirective LossCheck::on_begin(Entry &e, const std::optional<HostTcpCounters>
 		if (!now)
 			return LossDirective::Lossless; // judged at the next reading
 		if (const char *why = judge(e, *now); *why) {
+			// Timeouts after a clean trial: rare tail losses, which the floor makes cheap
+			// without taking the host out of step with the others (loss_check.hpp, 4.).
+			if (std::string_view(why) == "timeouts") {
+				enter_floored(e, *now);
+				return LossDirective::Floored;
+			}
 			fail(e, why);
 			return LossDirective::Model;
 		}
 		return LossDirective::Lossless;
 	}
 	return LossDirective::Model;
+}
+
+LossDirective LossCheck::start_trial(Entry &e, const HostTcpCounters &now)
+{
+	LossCheckState &s = e.state;
+	s.stage = LossStage::Trial;
+	++s.trials;
+	s.trial_phases = 0;
+	s.trial_sent = s.trial_lost = s.trial_timeouts = 0;
+	e.from = e.previous = now;
+	e.trial_begins = 1;
+	return LossDirective::Trial;
 }
 
 void LossCheck::on_end(Entry &e, const std::optional<HostTcpCounters> &now)
@@ -142,6 +169,17 @@ Losses losses(const HostTcpCounters &from, const HostTcpCounters &to, const Host
 
 } // namespace
 
+void LossCheck::enter_floored(Entry &e, const HostTcpCounters &now)
+{
+	LossCheckState &s = e.state;
+	schedule_retry(e);
+	s.stage = LossStage::Floored;
+	s.last_failure = "timeouts";
+	++s.floored;
+	s.floored_sent = s.floored_lost = s.floored_timeouts = 0;
+	e.previous = e.audited = e.window = now;
+}
+
 const char *LossCheck::judge(Entry &e, const HostTcpCounters &now)
 {
 	LossCheckState &s = e.state;
@@ -157,6 +195,23 @@ const char *LossCheck::judge(Entry &e, const HostTcpCounters &now)
 			return "losses";
 		return "";
 	}
+	if (s.stage == LossStage::Floored) {
+		// Timeouts priced at the floor, over windows of at least kFlooredWindowUs (its
+		// phases all reach the daemon, a few milliseconds apart): one timeout must not end
+		// the verdict because the last reading was recent, and many must not wait for the
+		// window's end.
+		const Losses step = losses(e.previous, now, now);
+		e.previous = now;
+		s.floored_sent += step.sent, s.floored_lost += step.lost, s.floored_timeouts += step.timeouts;
+		const Losses window = losses(e.window, now, now);
+		const double cost_us = e.floor_us > 0 ? e.floor_us : stock_rto_us_;
+		if (window.timeouts && static_cast<double>(window.timeouts) * cost_us >
+					       kTimeoutShareMax * std::max(window.elapsed_us, kFlooredWindowUs))
+			return "timeouts";
+		if (window.elapsed_us >= kFlooredWindowUs)
+			e.window = now;
+		return judge_share(e, now);
+	}
 	// An audit: the window since the last one (a second or so, so the lag does not matter)
 	// for timeouts, priced at the stock RTO against the time that passed; the lost share over
 	// at least kAuditSegments, so that one late report does not end a verdict.
@@ -166,6 +221,13 @@ const char *LossCheck::judge(Entry &e, const HostTcpCounters &now)
 	if (window.timeouts &&
 	    static_cast<double>(window.timeouts) * stock_rto_us_ > kTimeoutShareMax * window.elapsed_us)
 		return "timeouts";
+	return judge_share(e, now);
+}
+
+// The lost share over at least kAuditSegments since the last judgment, so that one late report
+// does not end a verdict and a long clean history does not dilute a new loss.
+const char *LossCheck::judge_share(Entry &e, const HostTcpCounters &now)
+{
 	const Losses share = losses(e.audited, now, now);
 	if (share.sent < kAuditSegments)
 		return "";
@@ -177,9 +239,14 @@ const char *LossCheck::judge(Entry &e, const HostTcpCounters &now)
 
 void LossCheck::fail(Entry &e, const char *why)
 {
+	schedule_retry(e);
+	e.state.stage = LossStage::Lossy;
+	e.state.last_failure = why;
+}
+
+void LossCheck::schedule_retry(Entry &e)
+{
 	LossCheckState &s = e.state;
-	s.stage = LossStage::Lossy;
-	s.last_failure = why;
 	const uint64_t wait = std::min(kRetryMaxPhases, kRetryAfterPhases << std::min<uint64_t>(s.failures, 16));
 	++s.failures;
 	// At the next multiple of the wait: the ranks of a collective begin its phases in step, so

@@ -24,14 +24,29 @@
 //      advises the sender to skip alike hints). Every phase that still reaches the daemon (one
 //      per quiet period) audits the counters since the last one: timeouts that would cost more
 //      than kTimeoutShareMax of the elapsed time at the stock RTO, or, once kAuditSegments were
-//      sent since the last judgment, more than kAuditLossShareMax of them lost, end the verdict.
-//      The timeouts are what matters once running unpaced; the share is only a backstop. (At
+//      sent since the last judgment, more than kAuditLossShareMax of them lost, end the verdict
+//      (timeouts: floored, 4.; the share: lossy, 5.). The timeouts are what matters once running unpaced; the share is only a backstop. (At
 //      0.1 %, hosts of a 4 KB all-to-all on 4+4 hosts, which stock Linux runs at 0.85 of C
 //      without a timeout, lost 0.03-0.26 % per window and kept switching between verdicts:
 //      0.74 of C, below both stock and pacing.)
-//   4. Lossy (a failed trial or audit): the models decide again; a new trial at the next
-//      multiple of kRetryAfterPhases phases of the key, doubled after every failure (at most
-//      kRetryMaxPhases), so that the hosts of one collective try again together.
+//   4. Floored (a lossless verdict ended by its timeouts): the losses are real but rare (a
+//      trial of kTrialPhases phases saw none), so the key's phases run as the trial's did,
+//      unpaced with the RTO floor: a tail loss then costs the floor, not the stock RTO, and the
+//      host sends in step with the other hosts of the collective, whose own verdicts may still
+//      be lossless. (A host that paces alone sets the pace of the whole all-to-all: every rank
+//      waits for its data. On 8+8 hosts at 1 KB, hosts that fell back to the models' pacing
+//      after an audit took the collective from 0.79 to 0.55 of C over three repetitions.)
+//      Every kFlooredAuditEvery-th phase audits the counters; once a window spans at least
+//      kFlooredWindowUs, timeouts that cost more than kTimeoutShareMax of it at the floor, or
+//      the lost share as above, end the verdict: lossy. Entering it counts as a failure: a new
+//      trial starts when a lossy key's would (5.), and a passed one makes the key lossless
+//      again. A stray timeout then costs the floor's running cost for kRetryAfterPhases
+//      phases, not for ever (where the floor is no gain, on a loaded machine, its spurious
+//      retransmissions slowed a 1 KB all-to-all of 8+8 hosts by a fifth).
+//   5. Lossy (a failed trial, a lossless verdict ended by its lost share, or a floored one
+//      ended): the models decide again; a new trial at the next multiple of kRetryAfterPhases
+//      phases of the key, doubled after every failure (at most kRetryMaxPhases), so that the
+//      hosts of one collective try again together.
 //
 // The counters are the host's (its network namespace's): any traffic's losses count against a
 // verdict, never for one. Pure: the counters come from the caller, with the time they were read.
@@ -62,11 +77,13 @@ struct HostTcpCounters {
 	double at_us = 0;	// monotonic time of the reading
 };
 
-enum class LossStage { Unchecked, Trial, Lossless, Lossy };
-const char *loss_stage_name(LossStage stage); // "unchecked", "trial", "lossless", "lossy"
+enum class LossStage { Unchecked, Trial, Lossless, Floored, Lossy };
+// "unchecked", "trial", "lossless", "floored", "lossy"
+const char *loss_stage_name(LossStage stage);
 
-// What the key's next phase runs: the models' plan, the trial's (unpaced, RTO floor), or nothing.
-enum class LossDirective { Model, Trial, Lossless };
+// What the key's next phase runs: the models' plan, the trial's (unpaced, RTO floor), nothing,
+// or the floor alone (unpaced, as in a trial).
+enum class LossDirective { Model, Trial, Lossless, Floored };
 
 struct LossCheckState {
 	LossStage stage = LossStage::Unchecked;
@@ -79,6 +96,9 @@ struct LossCheckState {
 	// audits since the last lossless verdict.
 	uint64_t trial_sent = 0, trial_lost = 0, trial_timeouts = 0;
 	uint64_t audit_sent = 0, audit_lost = 0, audit_timeouts = 0;
+	// Since the key became floored (the audits of that stage).
+	uint64_t floored_sent = 0, floored_lost = 0, floored_timeouts = 0;
+	uint64_t floored = 0;		// times a lossless verdict was ended by its timeouts
 	const char *last_failure = "";	// "losses", "timeouts", "unfinished"
 };
 
@@ -91,6 +111,8 @@ public:
 	static constexpr uint64_t kRetryMaxPhases = 65536;
 	static constexpr uint64_t kDefaultTrialPhases = 32;
 	static constexpr double kTrialPhaseMaxUs = 50000;
+	static constexpr uint64_t kFlooredAuditEvery = 16;
+	static constexpr double kFlooredWindowUs = 1e6;
 
 	// trial_phases = 0: never check (the models' verdict stands). stock_rto_us: what a timeout
 	// costs a phase without the floor.
@@ -101,9 +123,11 @@ public:
 	// of the unpaced burst (otherwise the check has nothing to say: Model). `phase_us`: the
 	// plan's predicted (calibrated) phase time; no trial starts above kTrialPhaseMaxUs. `read`
 	// gives the host's counters (nullopt: unreadable; then no trial starts and a verdict is not
-	// judged); it is called only when the stage needs them.
+	// judged); it is called only when the stage needs them. `floor_us`: what a timeout costs
+	// under the floor the trial and the floored stage run with (0: the stock RTO).
 	template <class Read>
-	LossDirective begin(const CalibrationKey &key, bool remedied, double phase_us, Read &&read);
+	LossDirective begin(const CalibrationKey &key, bool remedied, double phase_us, Read &&read,
+			    double floor_us = 0);
 	// After the END of a phase of `key` that ran with `applied`.
 	template <class Read> void end(const CalibrationKey &key, PlanKind applied, Read &&read);
 
@@ -121,6 +145,8 @@ private:
 		HostTcpCounters from;		// the trial's start
 		HostTcpCounters previous;	// the last reading (trial phase end, or audit)
 		HostTcpCounters audited;	// the last audit that judged the lost share
+		HostTcpCounters window;		// the start of the floored stage's current timeout window
+		double floor_us = 0;		// the floor of the last BEGIN
 		uint64_t trial_begins = 0;
 		uint64_t last_use = 0;
 	};
@@ -129,6 +155,11 @@ private:
 	void on_end(Entry &e, const std::optional<HostTcpCounters> &now);
 	// Judges the counters up to `now` by the stage's rules; returns the failure ("" if none).
 	const char *judge(Entry &e, const HostTcpCounters &now);
+	const char *judge_share(Entry &e, const HostTcpCounters &now);
+	void enter_floored(Entry &e, const HostTcpCounters &now);
+	LossDirective start_trial(Entry &e, const HostTcpCounters &now);
+	// Counts a failure and sets the phase of the next trial (the wait doubles per failure).
+	void schedule_retry(Entry &e);
 	void fail(Entry &e, const char *why);
 	bool needs_counters_at_begin(const Entry &e, bool may_start) const;
 
@@ -140,7 +171,8 @@ private:
 };
 
 template <class Read>
-LossDirective LossCheck::begin(const CalibrationKey &key, bool remedied, double phase_us, Read &&read)
+LossDirective LossCheck::begin(const CalibrationKey &key, bool remedied, double phase_us, Read &&read,
+			       double floor_us)
 {
 	if (!remedied || trial_phases_ == 0)
 		return LossDirective::Model;
@@ -148,6 +180,7 @@ LossDirective LossCheck::begin(const CalibrationKey &key, bool remedied, double 
 	if (!e)
 		return LossDirective::Model;
 	++e->state.phases;
+	e->floor_us = floor_us;
 	const bool may_start = phase_us <= kTrialPhaseMaxUs;
 	if (!needs_counters_at_begin(*e, may_start))
 		return on_begin(*e, std::nullopt, false, may_start);

@@ -364,6 +364,44 @@ TEST(ModelPlanner, TheHostsCountersOverrideALossVerdictTheyRefute)
 			EXPECT_NE(json.str().find("\"last_failure\":\"losses\""), std::string::npos) << json.str();
 		}
 	}
+	// Timeouts after a passed trial (rare tail losses): the floor alone, unpaced, not the models'
+	// pacing, and the floor priced at the configured one.
+	{
+		Config config = two_sided();
+		auto planner = model_planner(config);
+		models::HostTcpCounters host;
+		planner->set_counter_source([&] { return std::optional<models::HostTcpCounters>(host); });
+		Plan plan;
+		for (int i = 0; i < 40; ++i) {
+			plan = planner->plan(phase, peers, config);
+			host.segments_sent += 48;
+			host.at_us += 3000;
+			planner->observe(phase, plan.predicted_us, 3000000, plan);
+		}
+		ASSERT_TRUE(plan.empty()) << plan.reason;
+		host.timeouts += 1;
+		host.at_us += 1e6;
+		int floored = 0;
+		for (int i = 0; i < 20; ++i) {
+			plan = planner->plan(phase, peers, config);
+			if (plan.reason.find("loss check: floored") == std::string::npos)
+				continue;
+			++floored;
+			EXPECT_EQ(plan_kind(plan), models::PlanKind::Rto) << plan.reason;
+			EXPECT_FALSE(plan.inert);
+			EXPECT_EQ(plan.rto_min_us, config.rto_floor_us);
+			host.segments_sent += 48;
+			host.at_us += 3000;
+			planner->observe(phase, plan.predicted_us, 3000000, plan);
+		}
+		EXPECT_EQ(floored, 20);
+		JsonWriter json;
+		json.begin_object();
+		planner->describe(json);
+		json.end_object();
+		EXPECT_NE(json.str().find("\"stage\":\"floored\""), std::string::npos) << json.str();
+		EXPECT_NE(json.str().find("\"floored\":1"), std::string::npos) << json.str();
+	}
 	// Switched off, or without the floor to make a trial cheap: the models decide.
 	for (bool rto : {true, false}) {
 		Config config = two_sided();

@@ -6,12 +6,14 @@
 #     predict that 2 x 8 KiB overflow and would pace. Every host's trial (32 phases unpaced with
 #     the floor) sees no loss (or its retry at phase 256 does, after a stray retransmission): the
 #     key becomes lossless, its phases run as sent, and the daemons advise the senders to skip
-#     its hints (quiet advice counted, phases no longer paced);
+#     its hints (quiet advice counted, phases no longer paced). Then the FIFO is shrunk to 3
+#     packets under the running daemons: the tails of unpaced bursts are lost, and a host
+#     whose audit sees its timeouts runs the key floored (unpaced with the floor), not paced;
 #   * confirmed: the real FIFO holds 4 packets and 64 KiB messages overflow it. Every host's trial
 #     fails on the host's own counters (a lost segment or a timeout) within a few phases, and the
 #     key's later phases are paced.
 #
-# usage: loss_check_test.sh BUILD_DIR      (root, else exit 77 = skip; about 10 s)
+# usage: loss_check_test.sh BUILD_DIR      (root, else exit 77 = skip; about 20 s)
 set -euo pipefail
 BUILD=$(cd "${1:?usage: loss_check_test.sh BUILD_DIR}" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -102,6 +104,33 @@ for i in "${!GPC_HOSTS[@]}"; do
 done
 check "refuted: the senders skipped hints on advice (fewer phases than iterations reached each daemon)" \
 	jqt "$TMP/daemons/${GPC_HOSTS[0]}.refuted-show.json" '.counters.phases_begun < 300'
+
+# ---- floored: the same cluster, daemons and lossless verdicts, the FIFO shrunk to 3 packets.
+# Unpaced 8 KiB bursts now lose their tails and pay 200 ms timeouts; the audit of a host that
+# pays them ends its lossless verdict, and its phases run unpaced with the floor (not paced).
+for dev in "$GPC_BOTTLENECK_L2R_DEV" "$GPC_BOTTLENECK_R2L_DEV"; do
+	ip netns exec "$GPC_SWITCH_NS" tc qdisc change dev "$dev" parent 1:1 handle 10: pfifo limit 3
+done
+run_job floored 8k 300
+check "floored: the job completed" jqt "$TMP/floored.json" '.complete == true and .verified == true'
+gp_cluster_stats >"$TMP/floored-stats.json"
+check "floored: the shrunk FIFO dropped" jqt "$TMP/floored-stats.json" '.l2r.fifo.drops + .r2l.fifo.drops > 0'
+floored_hosts=0
+for i in "${!GPC_HOSTS[@]}"; do
+	h=${GPC_HOSTS[$i]} j=$TMP/daemons/${GPC_HOSTS[$i]}.floored-show.json
+	show "${GPC_HOST_NS[$i]}" >"$j"
+	key='.planner.loss_check.keys[] | select(.kind == "alltoall" and .size_class == 13)'
+	jqt "$j" "[$key | select(.floored >= 1)] | length == 1" || continue
+	floored_hosts=$((floored_hosts + 1))
+	check "$h: floored phases ran unpaced with the floor" \
+		jqt "$j" '[.history[] | select(.bytes_per_peer == 8192 and (.plan | test("loss check: floored")) and .rto >= 1 and .paced == 0)] | length >= 1'
+	check "$h: floored after a passed trial and a lossless verdict" \
+		jqt "$j" '[.history[] | select(.bytes_per_peer == 8192 and (.plan | test("loss check: lossless")))] | length >= 1'
+done
+# A host's lossless verdict ends at its first audit after a timeout of its own; a host the
+# losses spared keeps it. Tail losses at a 3-packet FIFO spare no host in practice.
+check "floored: a timed-out lossless verdict put the key on the floor ($floored_hosts of ${#GPC_HOSTS[@]} hosts)" \
+	test "$floored_hosts" -ge 1
 gp_daemons_stop
 gp_cluster_down
 

@@ -32,12 +32,14 @@ struct Host {
 };
 
 // One phase of kKey: BEGIN, the host's traffic, END with the plan the directive implies.
+constexpr double kFloorUs = 5000;
+
 LossDirective run_phase(LossCheck &check, Host &host, uint64_t retransmitted = 0, uint64_t timeouts = 0,
 			uint64_t per_phase = 40, double phase_us = 3000)
 {
-	const LossDirective d = check.begin(kKey, true, 3000, [&] { return host.read(); });
+	const LossDirective d = check.begin(kKey, true, 3000, [&] { return host.read(); }, kFloorUs);
 	host.phase(per_phase, phase_us, retransmitted, timeouts);
-	const PlanKind applied = d == LossDirective::Trial ? PlanKind::Rto
+	const PlanKind applied = d == LossDirective::Trial || d == LossDirective::Floored ? PlanKind::Rto
 				 : d == LossDirective::Lossless ? PlanKind::Nothing
 								: PlanKind::Pace;
 	check.end(kKey, applied, [&] { return host.read(); });
@@ -104,10 +106,12 @@ TEST(LossCheck, AuditsEndAVerdictWhenLossesAppear)
 	host.phase(5000, 4e6, 0, 1);
 	EXPECT_EQ(run_phase(check, host), LossDirective::Lossless);
 	host.phase(5000, 1e6, 0, 1);
-	EXPECT_EQ(run_phase(check, host), LossDirective::Model);
-	EXPECT_EQ(check.state(kKey)->stage, LossStage::Lossy);
+	EXPECT_EQ(run_phase(check, host), LossDirective::Floored) << "timeouts after a clean trial: the floor alone";
+	EXPECT_EQ(check.state(kKey)->stage, LossStage::Floored);
 	EXPECT_STREQ(check.state(kKey)->last_failure, "timeouts");
 	EXPECT_EQ(check.state(kKey)->audit_timeouts, 2u);
+	EXPECT_EQ(check.state(kKey)->floored, 1u);
+	EXPECT_EQ(check.state(kKey)->failures, 1u) << "counted as a failure: tried again later";
 
 	// The lost share over at least 1000 segments since the last judgment: 2 % fails it after a
 	// long clean history, where 1 % over the whole verdict would not.
@@ -131,6 +135,84 @@ TEST(LossCheck, AuditsEndAVerdictWhenLossesAppear)
 		h3.phase(20000, 1e6, 100); // 0.5 %
 		EXPECT_EQ(run_phase(residue, h3), LossDirective::Lossless) << "window " << i;
 	}
+}
+
+// A lossless verdict ended by its timeouts runs its phases with the floor alone, unpaced, in step
+// with hosts whose verdicts still stand; it is audited every 16 phases, the timeouts priced at
+// the floor over windows of at least a second, ends lossy when they cost more than 5 %, and is
+// tried again when a lossy key would be.
+TEST(LossCheck, AFlooredVerdictPricesTimeoutsAtTheFloor)
+{
+	LossCheck check(4);
+	Host host;
+	for (int i = 0; i < 4; ++i)
+		run_phase(check, host);
+	ASSERT_EQ(check.state(kKey)->stage, LossStage::Lossless);
+	host.phase(5000, 1e6, 0, 1);
+	ASSERT_EQ(run_phase(check, host), LossDirective::Floored);
+	ASSERT_EQ(check.state(kKey)->retry_at, LossCheck::kRetryAfterPhases);
+
+	// Phases of 3 ms with a timeout about every 150 ms (one per 50 phases): 5 ms each, 3.3 %
+	// of the time at the floor (at the stock RTO it would be 133 %). Read every 16th phase only.
+	const uint64_t reads_before = host.reads;
+	int i = 0;
+	for (; check.state(kKey)->phases + 1 < LossCheck::kRetryAfterPhases; ++i)
+		ASSERT_EQ(run_phase(check, host, 0, i % 50 == 25 ? 1 : 0), LossDirective::Floored) << "phase " << i;
+	EXPECT_LE(host.reads - reads_before, i / LossCheck::kFlooredAuditEvery + 1);
+	EXPECT_GE(host.reads - reads_before, i / LossCheck::kFlooredAuditEvery - 1);
+	EXPECT_EQ(check.state(kKey)->stage, LossStage::Floored);
+	EXPECT_GE(check.state(kKey)->floored_timeouts, 4u);
+	EXPECT_GE(check.state(kKey)->floored_sent, 9000u);
+
+	// At phase 256 a new trial (unpaced with the floor, as before): passed, the key is lossless
+	// again; a stray timeout does not keep it floored for ever.
+	EXPECT_EQ(run_phase(check, host), LossDirective::Trial);
+	for (int t = 0; t < 4; ++t)
+		run_phase(check, host);
+	EXPECT_EQ(check.state(kKey)->stage, LossStage::Lossless);
+	EXPECT_EQ(check.state(kKey)->trials, 2u);
+
+	// Timeouts again: floored, and the wait has doubled (second failure: a multiple of 512).
+	host.phase(5000, 1e6, 0, 1);
+	ASSERT_EQ(run_phase(check, host), LossDirective::Floored);
+	EXPECT_EQ(check.state(kKey)->floored, 2u);
+	EXPECT_EQ(check.state(kKey)->retry_at, 2 * LossCheck::kRetryAfterPhases);
+
+	// A burst of timeouts ends it before the window's second is over: 12 × 5 ms > 5 % of 1 s.
+	uint64_t phases = 0;
+	while (run_phase(check, host, 0, 1) == LossDirective::Floored && phases < 100)
+		++phases;
+	EXPECT_LE(phases, 2 * LossCheck::kFlooredAuditEvery);
+	EXPECT_EQ(check.state(kKey)->stage, LossStage::Lossy);
+	EXPECT_STREQ(check.state(kKey)->last_failure, "timeouts");
+	EXPECT_EQ(check.state(kKey)->failures, 3u);
+	EXPECT_EQ(check.state(kKey)->retry_at, 4 * LossCheck::kRetryAfterPhases) << "tried again later, as any lossy key";
+
+	// A lossless verdict ended by its lost share (losses that the floor does not make cheaper,
+	// and that pacing prevents) goes to the models, not to the floor.
+	LossCheck share(4);
+	Host h2;
+	for (int i = 0; i < 4; ++i)
+		run_phase(share, h2);
+	h2.phase(5000, 1e6, 100);
+	EXPECT_EQ(run_phase(share, h2), LossDirective::Model);
+	EXPECT_EQ(share.state(kKey)->stage, LossStage::Lossy);
+	EXPECT_EQ(share.state(kKey)->floored, 0u);
+
+	// Without a floor (0) a floored timeout is priced at the stock RTO.
+	LossCheck stock(4);
+	Host h3;
+	for (int i = 0; i < 4; ++i)
+		run_phase(stock, h3);
+	h3.phase(5000, 1e6, 0, 1);
+	ASSERT_EQ(stock.begin(kKey, true, 3000, [&] { return h3.read(); }, 0), LossDirective::Floored);
+	stock.end(kKey, PlanKind::Rto, [&] { return h3.read(); });
+	for (int p = 0; p < 64 && stock.state(kKey)->stage == LossStage::Floored; ++p) {
+		stock.begin(kKey, true, 3000, [&] { return h3.read(); }, 0);
+		h3.phase(40, 3000, 0, p == 0 ? 1 : 0);
+		stock.end(kKey, PlanKind::Rto, [&] { return h3.read(); });
+	}
+	EXPECT_EQ(stock.state(kKey)->stage, LossStage::Lossy) << "one 200 ms timeout is 20 % of a second";
 }
 
 // The floor makes late ACKs look like losses: a tail loss probe of a one-segment flight waits

@@ -497,7 +497,7 @@ void ModelPlanner::describe(JsonWriter &j) const
 		j.field("size_class", static_cast<int64_t>(key.size_class));
 		j.field("processes", key.processes);
 		j.field("samples", s.samples);
-		j.field("ratio", s.ratio_ewma).field("correction", s.correction);
+		j.field("ratio", s.ratio_median).field("correction", s.correction);
 		j.field("mean_abs_error_us", s.mean_abs_error_us);
 		j.field("mean_abs_error_corrected_us", s.mean_abs_error_corrected_us);
 		j.end_object();

@@ -12,10 +12,22 @@ int size_class(double bytes)
 	return static_cast<int>(std::floor(std::log2(bytes)));
 }
 
-Calibration::Calibration(size_t max_keys, double alpha)
-	: max_keys_(std::max<size_t>(max_keys, 1)), alpha_(std::isfinite(alpha) ? std::clamp(alpha, 1e-6, 1.0) : 0.2)
+Calibration::Calibration(size_t max_keys) : max_keys_(std::max<size_t>(max_keys, 1)) {}
+
+namespace {
+
+// The median of the first n values (n >= 1); the mean of the middle two for an even n.
+template <size_t N> double median(std::array<double, N> values, size_t n)
 {
+	const auto mid = values.begin() + static_cast<std::ptrdiff_t>(n / 2);
+	std::nth_element(values.begin(), mid, values.begin() + static_cast<std::ptrdiff_t>(n));
+	if (n % 2)
+		return *mid;
+	const double below = *std::max_element(values.begin(), mid);
+	return (below + *mid) / 2;
 }
+
+} // namespace
 
 bool Calibration::record(const CalibrationKey &key, double predicted_us, double measured_us)
 {
@@ -37,9 +49,10 @@ bool Calibration::record(const CalibrationKey &key, double predicted_us, double 
 
 	e.abs_error_sum_us += std::abs(measured_us - predicted_us);
 	e.abs_error_corrected_sum_us += std::abs(measured_us - predicted_us * s.correction);
-	s.ratio_ewma = s.samples == 0 ? ratio : s.ratio_ewma + alpha_ * (ratio - s.ratio_ewma);
-	s.correction = std::clamp(s.ratio_ewma, kMinCorrection, kMaxCorrection);
+	e.ratios[s.samples % kWindow] = ratio;
 	++s.samples;
+	s.ratio_median = median(e.ratios, std::min<uint64_t>(s.samples, kWindow));
+	s.correction = std::clamp(s.ratio_median, kMinCorrection, kMaxCorrection);
 	s.mean_abs_error_us = e.abs_error_sum_us / static_cast<double>(s.samples);
 	s.mean_abs_error_corrected_us = e.abs_error_corrected_sum_us / static_cast<double>(s.samples);
 	e.last_update = ++clock_;

@@ -1,19 +1,22 @@
 // Bounded online calibration of the models against measured phase times
 // (Documentation/models.md, "Calibration").
 //
-// Per key (collective kind, size class floor(log2 m), P) it keeps an exponentially weighted
-// moving average of the ratio measured / predicted,
-//     r <- r + alpha (measured / predicted - r)        (the first sample sets r),
-// and exposes the correction factor clamp(r, 0.5, 3): a prediction times the factor is the
-// calibrated prediction. The clamp keeps calibration to what it is for, the models' missing
-// constant factors (copies, protocol overheads, contention PlogP ignores). A ratio beyond 3
-// means a mechanism the models do not describe (an unpredicted RTO costs factors of 100), one
-// below 0.5 a parameter file that does not fit the path; neither should be averaged away.
+// Per key (collective kind, size class floor(log2 m), P) it keeps the ratios measured / predicted
+// of the last kWindow phases and exposes the correction factor clamp(median of them, 0.5, 3): a
+// prediction times the factor is the calibrated prediction. A median, not a moving average:
+// single phase times are heavy-tailed (the first phase of a run sets up its connections, one
+// RTO in a 3 ms phase is a 200 ms sample), and an average lets one such phase move the factor
+// for many phases after it, where a median of nine ignores up to four. The stalls themselves
+// are not lost: the planner counts them apart (the paced stall chance). The clamp keeps
+// calibration to what it is for, the models' missing constant factors (copies, protocol
+// overheads, contention PlogP ignores): a ratio beyond 3 means a mechanism the models do not
+// describe, one below 0.5 a parameter file that does not fit the path.
 // It also keeps the mean absolute error of the raw predictions and of the calibrated ones (each
 // sample judged with the factor from before it), so the benefit of calibration is visible.
 // At most `max_keys` keys are kept; a new key beyond that evicts the least recently updated one.
 #pragma once
 
+#include <array>
 #include <compare>
 #include <cstdint>
 #include <map>
@@ -36,7 +39,7 @@ inline constexpr double kMaxCorrection = 3.0;
 
 struct CalibrationStats {
 	uint64_t samples = 0;
-	double ratio_ewma = 1;			// measured / predicted, unclamped
+	double ratio_median = 1;		// of the last kWindow measured / predicted, unclamped
 	double correction = 1;			// clamp(ratio_ewma, 0.5, 3)
 	double mean_abs_error_us = 0;		// mean |measured - predicted|
 	double mean_abs_error_corrected_us = 0;	// mean |measured - predicted * correction before the sample|
@@ -44,8 +47,12 @@ struct CalibrationStats {
 
 class Calibration {
 public:
-	// alpha in (0, 1]; max_keys >= 1 (both clamped to that).
-	explicit Calibration(size_t max_keys = 1024, double alpha = 0.2);
+	// Ratios kept per key. Nine: about the memory of the moving average it replaced (alpha 0.2,
+	// 2 / alpha - 1 = 9 samples), odd so that the median is one of them.
+	static constexpr size_t kWindow = 9;
+
+	// max_keys >= 1 (clamped to that).
+	explicit Calibration(size_t max_keys = 1024);
 
 	// Folds one phase in. Returns false (and changes nothing) unless both times are finite
 	// and > 0.
@@ -69,12 +76,12 @@ public:
 private:
 	struct Entry {
 		CalibrationStats stats;
+		std::array<double, kWindow> ratios{};	// a ring: the last min(samples, kWindow)
 		double abs_error_sum_us = 0;
 		double abs_error_corrected_sum_us = 0;
 		uint64_t last_update = 0;
 	};
 	size_t max_keys_;
-	double alpha_;
 	uint64_t clock_ = 0;
 	std::map<CalibrationKey, Entry> entries_;
 };

@@ -1,5 +1,6 @@
-// Online calibration (Documentation/models.md, "Calibration"): per (kind, floor(log2 m), P) an
-// EWMA r <- r + alpha (measured / predicted - r), correction clamp(r, 0.5, 3), mean absolute error.
+// Online calibration (Documentation/models.md, "Calibration"): per (kind, floor(log2 m), P) the
+// median r of the last nine ratios measured / predicted, correction clamp(r, 0.5, 3), mean
+// absolute error.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -48,16 +49,46 @@ TEST(Calibration, LearnsAConstantBias)
 	EXPECT_DOUBLE_EQ(s->mean_abs_error_corrected_us, 100.0 / 10);
 }
 
-// r <- r + alpha (ratio - r): ratios 1 then 2 with alpha = 0.5 give 1.5.
-TEST(Calibration, MovingAverage)
+// r = the median of the last nine ratios: of two, their mean; of three, the middle one.
+TEST(Calibration, MedianOfTheLastRatios)
 {
-	Calibration c(16, 0.5);
+	ASSERT_EQ(Calibration::kWindow, 9u);
+	Calibration c;
 	c.record(kKey, 100, 100);
 	c.record(kKey, 100, 200);
 	EXPECT_DOUBLE_EQ(c.correction(kKey), 1.5);
+	c.record(kKey, 100, 120);
+	EXPECT_DOUBLE_EQ(c.correction(kKey), 1.2);
+	// Nine ratios fill the window; the tenth pushes out the first.
+	Calibration w;
+	for (double ratio : {1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8})
+		w.record(kKey, 100, 100 * ratio);
+	EXPECT_DOUBLE_EQ(w.correction(kKey), 1.4);
+	w.record(kKey, 100, 190);
+	EXPECT_DOUBLE_EQ(w.correction(kKey), 1.5);
 }
 
-// The factor is clamped to [0.5, 3]; the average itself is kept unclamped.
+// A run's first phase (connections set up) or a phase that waited on a 200 ms RTO moves the
+// factor of a 1 ms phase by nothing, where an average (alpha 0.2) would have put it at the clamp
+// for the next dozen phases: the 4+4 1 KB all-to-all of session 11 predicted +174 % that way.
+TEST(Calibration, SingleOutliersDoNotMoveTheFactor)
+{
+	Calibration c;
+	c.record(kKey, 1000, 9000); // the first phase of the run: 9x
+	c.record(kKey, 1000, 1200);
+	c.record(kKey, 1000, 1100);
+	EXPECT_DOUBLE_EQ(c.correction(kKey), 1.2);
+	for (int i = 0; i < 10; ++i)
+		c.record(kKey, 1000, i == 5 ? 201000 : 1100); // one RTO among them
+	EXPECT_DOUBLE_EQ(c.correction(kKey), 1.1);
+	EXPECT_DOUBLE_EQ(c.stats(kKey)->ratio_median, 1.1);
+	// Four of nine can be stalls; five are the key's new normal.
+	for (int i = 0; i < 5; ++i)
+		c.record(kKey, 1000, 2500);
+	EXPECT_DOUBLE_EQ(c.correction(kKey), 2.5);
+}
+
+// The factor is clamped to [0.5, 3]; the median itself is kept unclamped.
 TEST(Calibration, CorrectionIsClamped)
 {
 	Calibration c;
@@ -65,7 +96,7 @@ TEST(Calibration, CorrectionIsClamped)
 	c.record(slow, 100, 100000); // an RTO the model did not predict
 	c.record(fast, 100, 10);
 	EXPECT_DOUBLE_EQ(c.correction(slow), kMaxCorrection);
-	EXPECT_DOUBLE_EQ(c.stats(slow)->ratio_ewma, 1000);
+	EXPECT_DOUBLE_EQ(c.stats(slow)->ratio_median, 1000);
 	EXPECT_DOUBLE_EQ(c.correction(fast), kMinCorrection);
 }
 

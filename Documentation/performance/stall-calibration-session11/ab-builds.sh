@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A/B of two gappaced builds, alternated per run on one cluster (gp-alltoall with per-iteration
-# hints, default daemon config as bench-system's (c)).
+# hints, default daemon config as bench-system's (c)). Each run's line also counts the hosts per loss
+# check stage of its key at the end (added in session 12).
 #   ab-builds.sh BUILD_A BUILD_B OUT TOPOLOGY SIZES REPS
 set -uo pipefail
 A=${1:?build A} Bb=${2:?build B} OUT=${3:?out} topo=${4:?topology} sizes=${5:?sizes} reps=${6:-3}
@@ -42,9 +43,11 @@ for size in ${sizes//,/ }; do
 			line=$("$GP_CLUSTER_DIR/alltoall.sh" --state "$GPC_STATE" -- --msg "$m" --volume "$vol" --pattern pairwise \
 				--capacity $C --cc cubic --timeout 120 --sndbuf 8m --hints iteration 2>/dev/null)
 			stalls=$(for i in "${!GPC_HOSTS[@]}"; do gp_daemon_show "$i" "$b" 2>/dev/null | jq -c '[.planner.paced_stalls[]? | .stalled] | add // 0'; done | jq -s 'add')
+			# The loss check's stage of every host's key at the end of the run (the key of m).
+			stages=$(for i in "${!GPC_HOSTS[@]}"; do gp_daemon_show "$i" "$b" 2>/dev/null | jq -c --argjson m "$m" '[.planner.loss_check.keys[]? | select(.size_class == ($m | log2 | floor)) | .stage][0] // "none"'; done | jq -s 'group_by(.) | map({(.[0]): length}) | add')
 			gp_daemons_stop
-			jq -c --arg topo "$topo" --arg which "$which" --argjson rep "$rep" --argjson stalls "${stalls:-null}" \
-				'{topology: $topo, build: $which, rep: $rep, msg, fraction_of_capacity, timeouts: .tcp.TCPTimeouts, retrans: .tcp.RetransSegs, p50_us: .iteration_us.p50, seconds, stalls_counted: $stalls}' \
+			jq -c --arg topo "$topo" --arg which "$which" --argjson rep "$rep" --argjson stalls "${stalls:-null}" --argjson stages "${stages:-null}" \
+				'{topology: $topo, build: $which, rep: $rep, msg, fraction_of_capacity, timeouts: .tcp.TCPTimeouts, retrans: .tcp.RetransSegs, p50_us: .iteration_us.p50, seconds, stalls_counted: $stalls, stages: $stages}' \
 				<<<"$line" | tee -a "$OUT/runs.jsonl"
 		done
 	done

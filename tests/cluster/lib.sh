@@ -73,6 +73,20 @@ gp_cluster_bottlenecks_toml() {
 	done
 }
 
+# gp_daemon_toml STATE_FILE [KEY_LINE...]: the [daemon] table of every cluster script's gappaced:
+# the stock backend, the sockets named by GAPPACE_HINTS_SOCK and GAPPACE_CONTROL_SOCK, STATE_FILE,
+# a 30 s phase timeout, then each KEY_LINE ("history = 64", say) as a further key of the table.
+# The caller's config function prints it first, then its own tables and
+# gp_cluster_bottlenecks_toml.
+gp_daemon_toml() {
+	local state=${1:?gp_daemon_toml: state file} line
+	shift
+	printf '[daemon]\nbackend = "stock"\nhints_socket = "%s"\ncontrol_socket = "%s"\nstate_file = "%s"\nphase_timeout = "30s"\n' \
+		"${GAPPACE_HINTS_SOCK:?gp_daemon_toml: GAPPACE_HINTS_SOCK is not set}" \
+		"${GAPPACE_CONTROL_SOCK:?gp_daemon_toml: GAPPACE_CONTROL_SOCK is not set}" "$state"
+	for line in "$@"; do printf '%s\n' "$line"; done
+}
+
 # gp_daemons_start BUILD CONFIG_FUNCTION DIR: one gappaced per host of the current cluster.
 # CONFIG_FUNCTION INDEX prints host INDEX's config (0-based; GPC_HOSTS[INDEX] is its name); it
 # is written to DIR/HOST.toml and the daemon's stderr to DIR/HOST.log. Returns when every daemon

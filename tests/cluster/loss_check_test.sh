@@ -42,13 +42,7 @@ show() { ip netns exec "$1" "$BUILD/tools/gapctl/gapctl" -j daemon show; }
 daemon_config() { # HOST_INDEX; BELIEVED_QUEUE_PACKETS: what the daemons are told the FIFO holds
 	local h=${GPC_HOSTS[$1]}
 	cat <<CONF
-[daemon]
-backend = "stock"
-hints_socket = "$GAPPACE_HINTS_SOCK"
-control_socket = "$GAPPACE_CONTROL_SOCK"
-state_file = "$TMP/daemons/$h.state.json"
-phase_timeout = "30s"
-history = 512
+$(gp_daemon_toml "$TMP/daemons/$h.state.json" "history = 512")
 [rto]
 floor = "5ms"
 [pacing]

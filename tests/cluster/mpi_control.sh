@@ -36,12 +36,7 @@ echo "cluster: ${GPC_HOSTS[*]} (${GPC_HOST_ADDR[*]}), cc $GPC_CC"
 export GAPPACE_HINTS_SOCK=@gappace-hints-$TAG GAPPACE_CONTROL_SOCK=@gappace-ctl-$TAG
 daemon_config() { # HOST_INDEX
 	cat <<CONF
-[daemon]
-backend = "stock"
-hints_socket = "$GAPPACE_HINTS_SOCK"
-control_socket = "$GAPPACE_CONTROL_SOCK"
-state_file = "$TMP/daemons/${GPC_HOSTS[$1]}.state.json"
-phase_timeout = "30s"
+$(gp_daemon_toml "$TMP/daemons/${GPC_HOSTS[$1]}.state.json")
 # This test checks the actuation chain: the simple rule (pace and floor every crossing phase) and
 # rates taken literally. The models' decisions are tested in daemon/tests and by bench-system.
 [planner]

@@ -15,12 +15,7 @@ STATE_DIR=/dev/shm/gp-abmpi-$$
 mkdir -p "$STATE_DIR"
 LOCAL=true
 cfg() { cat <<CONF
-[daemon]
-backend = "stock"
-hints_socket = "$GAPPACE_HINTS_SOCK"
-control_socket = "$GAPPACE_CONTROL_SOCK"
-state_file = "$STATE_DIR/${GPC_HOSTS[$1]}.json"
-phase_timeout = "30s"
+$(gp_daemon_toml "$STATE_DIR/${GPC_HOSTS[$1]}.json")
 [pacing]
 queue_packets = 40
 frame_overhead = 66

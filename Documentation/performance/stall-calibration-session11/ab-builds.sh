@@ -16,12 +16,7 @@ export GAPPACE_HINTS_SOCK=@gp-abb-hints GAPPACE_CONTROL_SOCK=@gp-abb-ctl
 STATE_DIR=/dev/shm/gp-abb-$$
 mkdir -p "$STATE_DIR"
 cfg() { cat <<CONF
-[daemon]
-backend = "stock"
-hints_socket = "$GAPPACE_HINTS_SOCK"
-control_socket = "$GAPPACE_CONTROL_SOCK"
-state_file = "$STATE_DIR/${GPC_HOSTS[$1]}.json"
-phase_timeout = "30s"
+$(gp_daemon_toml "$STATE_DIR/${GPC_HOSTS[$1]}.json")
 [pacing]
 queue_packets = 40
 frame_overhead = 66

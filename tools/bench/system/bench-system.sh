@@ -174,13 +174,7 @@ tcp_counters() {
 DAEMON_PACING='' DAEMON_RTO=''
 daemon_config() { # HOST_INDEX: gappaced's config for that host (remedies from DAEMON_PACING/RTO)
 	cat <<CONF
-[daemon]
-backend = "stock"
-hints_socket = "$GAPPACE_HINTS_SOCK"
-control_socket = "$GAPPACE_CONTROL_SOCK"
-state_file = "$STATE_DIR/${GPC_HOSTS[$1]}.json"
-phase_timeout = "30s"
-history = 64
+$(gp_daemon_toml "$STATE_DIR/${GPC_HOSTS[$1]}.json" "history = 64")
 [remedies]
 pacing = $DAEMON_PACING
 rto = $DAEMON_RTO

@@ -35,6 +35,7 @@ using Clock = std::chrono::steady_clock;
 constexpr size_t kHintBufferSize = 256 * 1024;	// > max_encoded_size(GAPPACE_HINT_MAX_PEERS)
 constexpr int kTickMs = 100;
 constexpr auto kLogRepeatEvery = std::chrono::seconds(10);
+constexpr size_t kMaxQuietPredictions = 4096;	// (pid, signature) pairs advised quiet
 constexpr size_t kRecentErrors = 32;
 
 int64_t unix_ms()
@@ -118,6 +119,9 @@ void write_record(JsonWriter &j, const PhaseRecord &r)
 	j.field("apply_latency_ns", r.apply_latency_ns);
 	j.field("resolve_ns", r.resolve_ns).field("backend_ns", r.backend_ns);
 	j.field("predicted_us", r.predicted_us).field("calibrated_us", r.calibrated_us);
+	if (r.header.quiet_phases)
+		j.field("quiet_phases", r.header.quiet_phases).field("quiet_ns", r.header.quiet_ns)
+			.field("quiet_predicted_us", r.quiet_predicted_us).field("quiet_calibrated_us", r.quiet_calibrated_us);
 	if (!r.ended.empty())
 		j.field("ended", r.ended).field("duration_ns", r.header.duration_ns);
 	j.key("errors").begin_array();
@@ -204,6 +208,10 @@ Expected<void> Daemon::setup()
 				log(LOG_WARNING, std::string("cannot join the kernel's hints group: ") + std::strerror(errno));
 			} else {
 				fcntl(nl->fd(), F_SETFL, fcntl(nl->fd(), F_GETFL) | O_NONBLOCK);
+				// A module older than the summary (family version 1) refuses hints that
+				// carry one: senders are asked for it only on the daemon's socket then.
+				auto version = nl->genl_family_version(GAPPACE_GENL_NAME);
+				kernel_takes_quiet_summary_ = version && *version >= 2;
 				kernel_hints_.emplace(std::move(*nl));
 				watch(kernel_hints_->fd());
 			}
@@ -511,6 +519,8 @@ void Daemon::begin_phase(hint::Hint h, bool from_kernel, Clock::time_point recei
 			planned[t.peer].local->port = 0;
 		}
 	}
+	if (r.header.quiet_phases)
+		take_quiet_summary(r);
 	Plan plan = planner_->plan(r.header, planned, config_);
 	if (peers_are_tuples && !plan.empty())
 		resolve();
@@ -524,8 +534,12 @@ void Daemon::begin_phase(hint::Hint h, bool from_kernel, Clock::time_point recei
 					reply_fd = fd;
 					break;
 				}
-		if (reply_fd >= 0)
-			advise_quiet(reply_fd, r.header.signature);
+		if (reply_fd >= 0) {
+			advise_quiet(reply_fd, r.header.signature, from_kernel);
+			if (quiet_predictions_.size() >= kMaxQuietPredictions)
+				quiet_predictions_.clear();	// senders long gone, mostly: they come back
+			quiet_predictions_[{r.sender.pid, r.header.signature}] = {plan.predicted_us, plan.calibrated_us};
+		}
 	}
 	r.plan = plan.reason;
 	r.predicted_us = plan.predicted_us;
@@ -569,12 +583,28 @@ void Daemon::begin_phase(hint::Hint h, bool from_kernel, Clock::time_point recei
 // Tells a socket sender that phases like this one change nothing for quiet_ms: its library
 // skips their hints meanwhile, which is what makes small, frequent collectives cost nothing. A
 // full socket loses the advice, not the hint: the sender just keeps sending.
-void Daemon::advise_quiet(int reply_fd, uint64_t signature)
+void Daemon::advise_quiet(int reply_fd, uint64_t signature, bool from_kernel)
 {
 	std::array<uint8_t, hint::kAdviceMaxSize> buffer{};
-	const size_t len = hint::encode_advice(buffer, 0, hint::Advice{signature, config_.quiet_ms});
+	// The summary comes back on the carrier the hint came by.
+	const bool summary = !from_kernel || kernel_takes_quiet_summary_;
+	const size_t len = hint::encode_advice(buffer, 0, hint::Advice{signature, config_.quiet_ms, summary});
 	if (::send(reply_fd, buffer.data(), len, MSG_DONTWAIT | MSG_NOSIGNAL) == static_cast<ssize_t>(len))
 		++counters_.advice_sent;
+}
+
+// The phases skipped under quiet advice are most of an inert key's phases (all but one per
+// quiet period). Their mean time is one calibration sample of the prediction they were advised
+// under: without it, the key's correction rests on the few phases that reach the daemon.
+void Daemon::take_quiet_summary(PhaseRecord &r)
+{
+	counters_.quiet_phases_reported += r.header.quiet_phases;
+	const auto it = quiet_predictions_.find({r.sender.pid, r.header.signature});
+	if (it == quiet_predictions_.end() || it->second.predicted_us <= 0)
+		return;
+	r.quiet_predicted_us = it->second.predicted_us;
+	r.quiet_calibrated_us = it->second.calibrated_us;
+	planner_->observe_quiet(r.header, r.quiet_predicted_us, r.header.quiet_phases, r.header.quiet_ns);
 }
 
 void Daemon::log_phase_begin(const PhaseRecord &r) const
@@ -834,7 +864,7 @@ std::string Daemon::show_json() const
 	j.field("hints_received", c.hints_received).field("hints_kernel", c.hints_kernel);
 	j.field("hints_socket", c.hints_socket).field("hints_malformed", c.hints_malformed);
 	j.field("hints_refused", c.hints_refused).field("hints_dropped", c.hints_dropped);
-	j.field("advice_sent", c.advice_sent);
+	j.field("advice_sent", c.advice_sent).field("quiet_phases_reported", c.quiet_phases_reported);
 	j.field("phases_begun", c.phases_begun).field("phases_ended", c.phases_ended);
 	j.field("phases_timed_out", c.phases_timed_out).field("phases_sender_gone", c.phases_sender_gone);
 	j.field("unknown_ends", c.unknown_ends).field("apply_errors", c.apply_errors);

@@ -48,6 +48,7 @@ struct Counters {
 	uint64_t config_errors = 0;
 	uint64_t resolutions_cached = 0;	// phases that reused their sender's socket lookup
 	uint64_t advice_sent = 0;	// quiet advice written to socket senders (inert phases)
+	uint64_t quiet_phases_reported = 0;	// phases senders skipped under advice and summed up later
 };
 
 struct PhaseRecord {
@@ -69,6 +70,10 @@ struct PhaseRecord {
 	uint64_t backend_ns = 0;	// of that: the backend applying the plan
 	double predicted_us = 0;	// the planner's phase time (0: none), raw and calibrated
 	double calibrated_us = 0;
+	// The BEGIN's quiet summary (header.quiet_phases, quiet_ns): what the models had predicted
+	// for those phases when the daemon advised skipping them (0: no summary, or none known).
+	double quiet_predicted_us = 0;
+	double quiet_calibrated_us = 0;
 };
 
 struct Options {
@@ -100,7 +105,9 @@ private:
 	void begin_phase(hint::Hint hint, bool from_kernel, std::chrono::steady_clock::time_point received, int reply_fd);
 	// The sender's sockets towards the hint's peers (cached per sender for a second).
 	std::vector<TargetSocket> resolve_targets(PhaseRecord &record, std::chrono::steady_clock::time_point received);
-	void advise_quiet(int reply_fd, uint64_t signature);
+	void advise_quiet(int reply_fd, uint64_t signature, bool from_kernel);
+	// A BEGIN's summary of the phases its sender skipped: calibrates their prediction.
+	void take_quiet_summary(PhaseRecord &record);
 	void log_phase_begin(const PhaseRecord &record) const;
 	void end_phase(uint64_t key_pid, uint64_t phase_id, uint64_t duration_ns, const char *why);
 	void revert_everything(const char *why);
@@ -122,6 +129,13 @@ private:
 	std::unique_ptr<Backend> backend_;
 	UniqueFd epoll_, signal_fd_, timer_fd_, hints_listener_, control_listener_;
 	std::optional<NetlinkSocket> kernel_hints_;
+	bool kernel_takes_quiet_summary_ = false;	// the module's policy knows HINT_QUIET_* (version >= 2)
+	// What the models predicted for the phases of (pid, signature) when they were advised
+	// quiet: their summary comes with a later BEGIN. Bounded by kMaxQuietPredictions.
+	struct QuietPrediction {
+		double predicted_us, calibrated_us;
+	};
+	std::map<std::pair<uint64_t, uint64_t>, QuietPrediction> quiet_predictions_;
 	std::map<int, std::pair<UniqueFd, hint::Sender>> hint_clients_;	// fd -> (socket, SO_PEERCRED)
 	std::map<int, UniqueFd> control_clients_;
 	std::map<std::pair<uint64_t, uint64_t>, Phase> phases_;		// (pid, phase id)

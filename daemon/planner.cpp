@@ -485,6 +485,15 @@ void ModelPlanner::observe(const hint::Header &phase, double predicted_us, uint6
 		learner_.record(key, plan_kind(applied), measured_us);
 }
 
+void ModelPlanner::observe_quiet(const hint::Header &phase, double predicted_us, uint32_t phases, uint64_t total_ns)
+{
+	if (predicted_us <= 0 || phases == 0 || total_ns == 0)
+		return;
+	const double mean_us = static_cast<double>(total_ns) / 1000.0 / phases;
+	if (calibration_.record(key_of(phase), predicted_us, mean_us))
+		++observed_;
+}
+
 void ModelPlanner::describe(JsonWriter &j) const
 {
 	j.field("parameters", params_ ? (params_->peer.empty() ? std::string("loaded") : "probed " + params_->peer)

@@ -101,6 +101,8 @@ static const struct nla_policy gp_hint_policy[GAPPACE_A_HINT_MAX + 1] = {
 	[GAPPACE_A_HINT_SENDER_UID]	= GP_STAMPED,
 	[GAPPACE_A_HINT_SENDER_NETNS]	= GP_STAMPED,
 	[GAPPACE_A_HINT_SIGNATURE]	= { .type = NLA_U64 },
+	[GAPPACE_A_HINT_QUIET_PHASES]	= NLA_POLICY_MIN(NLA_U32, 1),
+	[GAPPACE_A_HINT_QUIET_NS]	= { .type = NLA_U64 },
 };
 
 static const struct nla_policy gp_policy[GAPPACE_A_MAX + 1] = {
@@ -793,6 +795,11 @@ static int gp_hint_check(struct nlattr *nest, struct netlink_ext_ack *extack)
 	if (nla_get_u32(hb[GAPPACE_A_HINT_EVENT]) == GAPPACE_HINT_EVENT_BEGIN &&
 	    NL_REQ_ATTR_CHECK(extack, nest, hb, GAPPACE_A_HINT_KIND)) {
 		NL_SET_ERR_MSG_ATTR(extack, nest, "a begin hint needs the kind of the collective");
+		return -EINVAL;
+	}
+	if (!hb[GAPPACE_A_HINT_QUIET_PHASES] != !hb[GAPPACE_A_HINT_QUIET_NS]) {
+		NL_SET_ERR_MSG_ATTR(extack, hb[GAPPACE_A_HINT_QUIET_PHASES] ?: hb[GAPPACE_A_HINT_QUIET_NS],
+				    "a quiet summary needs both quiet-phases and quiet-ns");
 		return -EINVAL;
 	}
 	nla_for_each_nested(attr, nest, rem) {

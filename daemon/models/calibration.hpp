@@ -40,7 +40,7 @@ inline constexpr double kMaxCorrection = 3.0;
 struct CalibrationStats {
 	uint64_t samples = 0;
 	double ratio_median = 1;		// of the last kWindow measured / predicted, unclamped
-	double correction = 1;			// clamp(ratio_ewma, 0.5, 3)
+	double correction = 1;			// clamp(ratio_median, 0.5, 3)
 	double mean_abs_error_us = 0;		// mean |measured - predicted|
 	double mean_abs_error_corrected_us = 0;	// mean |measured - predicted * correction before the sample|
 };
@@ -58,7 +58,7 @@ public:
 	// and > 0.
 	bool record(const CalibrationKey &key, double predicted_us, double measured_us);
 
-	// The correction factor for the key: clamp(EWMA, 0.5, 3); 1 for a key never seen.
+	// The correction factor for the key: clamp(median ratio, 0.5, 3); 1 for a key never seen.
 	double correction(const CalibrationKey &key) const;
 	double corrected_us(const CalibrationKey &key, double predicted_us) const
 	{

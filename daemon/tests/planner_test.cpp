@@ -259,7 +259,7 @@ TEST(ModelPlanner, NoBottleneckCrossedMeansNothing)
 }
 
 // Calibration: measured / predicted per (kind, size class, P) becomes the correction factor
-// (EWMA, clamped to [0.5, 3]) that scales the next prediction.
+// (the median of the last nine ratios, clamped) that scales the next prediction.
 TEST(ModelPlanner, PhaseEndsCalibrateTheNextPrediction)
 {
 	Config config = two_sided();
@@ -278,6 +278,37 @@ TEST(ModelPlanner, PhaseEndsCalibrateTheNextPrediction)
 	planner->describe(json);
 	json.end_object();
 	EXPECT_NE(json.str().find("\"samples\":20"), std::string::npos) << json.str();
+}
+
+// The phases a sender skipped under quiet advice come back as a count and a summed time: one
+// calibration sample, their mean. A summary that says nothing (no phase, no time, no
+// prediction to compare with) is no sample.
+TEST(ModelPlanner, QuietSummariesCalibrateWithTheirMean)
+{
+	Config config = two_sided();
+	auto planner = model_planner(config);
+	auto peers = cluster_peers();
+	const hint::Header phase = alltoall(1024, GAPPACE_HINT_ALGORITHM_LINEAR);
+	Plan first = planner->plan(phase, peers, config);
+	ASSERT_GT(first.predicted_us, 0);
+	auto samples = [&] {
+		JsonWriter json;
+		json.begin_object();
+		planner->describe(json);
+		json.end_object();
+		return json.str();
+	};
+	planner->observe_quiet(phase, first.predicted_us, 0, 1000000);
+	planner->observe_quiet(phase, first.predicted_us, 10, 0);
+	planner->observe_quiet(phase, 0, 10, 1000000);
+	EXPECT_EQ(samples().find("\"samples\""), std::string::npos) << samples();
+	// 9 summaries of 40 phases each, every phase 2.5x its prediction on average.
+	const auto total_ns = static_cast<uint64_t>(40 * first.predicted_us * 2.5 * 1000);
+	for (int i = 0; i < 9; ++i)
+		planner->observe_quiet(phase, first.predicted_us, 40, total_ns);
+	Plan next = planner->plan(phase, peers, config);
+	EXPECT_NEAR(next.calibrated_us / next.predicted_us, 2.5, 1e-6);
+	EXPECT_NE(samples().find("\"samples\":9"), std::string::npos) << samples();
 }
 
 // Learning the plan (models/plan_learner.hpp): where the models predict a tail loss that never

@@ -160,7 +160,10 @@ GAPCTL_VISIBLE void gapctl_close(gapctl_t *handle);
  * sent: the call costs a hash and a table lookup, and *phase_id has
  * GAPCTL_PHASE_QUIET set (gapctl_phase_end of it sends nothing either).
  * The advice arrives on the daemon's socket (with the kernel carrier, the
- * library keeps that socket open for advice only).
+ * library keeps that socket open for advice only). Where the advice asks for
+ * it, the number and summed durations (gapctl_phase_end's duration_ns) of the
+ * phases skipped so go to the daemon with the next phase of the same
+ * description that is sent, so that it learns their time from all of them.
  */
 #define GAPCTL_PHASE_QUIET	(1ULL << 63)
 GAPCTL_VISIBLE int gapctl_phase_begin(gapctl_t *handle, const struct gapctl_phase *phase,

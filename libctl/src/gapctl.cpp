@@ -75,6 +75,13 @@ constexpr int kSlowDaemonWaitMs = 20;	// per hint, in the sender thread only
 constexpr auto kBurstLook = std::chrono::microseconds(50);
 constexpr size_t kQuietEntries = 256;	// slots for signatures the daemon's quiet advice is kept for
 constexpr uint32_t kQuietMaxMs = 60000;	// whatever the daemon says
+// A quiet phase's id: GAPCTL_PHASE_QUIET, the generation (7 bits) and index (8 bits) of the
+// advice slot it was skipped under, a 48-bit count. Its END adds its duration to that slot's
+// summary unless the slot has changed hands since (another generation).
+constexpr int kQuietSlotShift = 48, kQuietGenerationShift = 56;
+constexpr uint64_t kQuietCountMask = (uint64_t{1} << kQuietSlotShift) - 1;
+constexpr uint32_t kQuietGenerationMask = 0x7f;
+static_assert(kQuietEntries <= 256, "a quiet phase's id holds the slot in 8 bits");
 
 timespec to_timespec(std::chrono::nanoseconds d)
 {
@@ -276,9 +283,17 @@ struct gapctl {
 
 	// The daemon's quiet advice: signature -> until when. Written by whoever drains the
 	// carrier, read by callers without a lock; a torn read costs one hint sent or skipped.
+	// With the daemon's quiet_summary, the phases skipped under a slot's advice are counted
+	// there (count, summed durations from their END) and sent with the signature's next BEGIN.
+	// Two relaxed counters, taken one after the other: a phase ending meanwhile may land in
+	// the next summary's count but this one's time, which skews one summary by one phase.
 	struct QuietEntry {
 		std::atomic<uint64_t> signature{0};
 		std::atomic<int64_t> until_ns{0};
+		std::atomic<uint32_t> generation{0};	// bumped when the slot takes another signature
+		std::atomic<bool> summary{false};
+		std::atomic<uint32_t> skipped{0};
+		std::atomic<uint64_t> skipped_ns{0};
 	};
 	std::array<QuietEntry, kQuietEntries> quiet;
 	std::atomic<bool> advised{false};	// any advice ever: callers skip the lookup until then
@@ -308,13 +323,54 @@ struct gapctl {
 		       now < entry.until_ns.load(std::memory_order_relaxed);
 	}
 
-	bool is_quiet(uint64_t signature) const
+	// The slot whose advice makes `signature` quiet now, if any.
+	std::optional<size_t> quiet_slot(uint64_t signature) const
 	{
 		if (!advised.load(std::memory_order_relaxed))
-			return false;
+			return std::nullopt;
 		const int64_t now = now_ns();
-		return quiet_in(quiet[first_slot(signature)], signature, now) ||
-		       quiet_in(quiet[second_slot(signature)], signature, now);
+		if (quiet_in(quiet[first_slot(signature)], signature, now))
+			return first_slot(signature);
+		if (quiet_in(quiet[second_slot(signature)], signature, now))
+			return second_slot(signature);
+		return std::nullopt;
+	}
+
+	uint64_t quiet_phase_id(size_t slot) const
+	{
+		const uint64_t generation = quiet[slot].generation.load(std::memory_order_relaxed) & kQuietGenerationMask;
+		return GAPCTL_PHASE_QUIET | generation << kQuietGenerationShift | uint64_t{slot} << kQuietSlotShift |
+		       (g_next_phase_id.fetch_add(1, std::memory_order_relaxed) & kQuietCountMask);
+	}
+
+	void count_quiet_end(uint64_t phase_id, uint64_t duration_ns)
+	{
+		QuietEntry &entry = quiet[(phase_id >> kQuietSlotShift) & 0xff];
+		const uint32_t generation = static_cast<uint32_t>(phase_id >> kQuietGenerationShift) & kQuietGenerationMask;
+		if (!duration_ns || !entry.summary.load(std::memory_order_relaxed) ||
+		    (entry.generation.load(std::memory_order_relaxed) & kQuietGenerationMask) != generation)
+			return;
+		entry.skipped.fetch_add(1, std::memory_order_relaxed);
+		entry.skipped_ns.fetch_add(duration_ns, std::memory_order_relaxed);
+	}
+
+	// What was skipped under `signature`'s advice since its last BEGIN, taken (zeroed).
+	void take_quiet_summary(uint64_t signature, gp::hint::Header &header)
+	{
+		if (!advised.load(std::memory_order_relaxed))
+			return;
+		for (size_t slot : {first_slot(signature), second_slot(signature)}) {
+			QuietEntry &entry = quiet[slot];
+			if (entry.signature.load(std::memory_order_acquire) != signature)
+				continue;
+			const uint32_t phases = entry.skipped.exchange(0, std::memory_order_relaxed);
+			const uint64_t ns = entry.skipped_ns.exchange(0, std::memory_order_relaxed);
+			if (phases && ns) {
+				header.quiet_phases = phases;
+				header.quiet_ns = ns;
+			}
+			return;
+		}
 	}
 
 	// Where new advice for `signature` goes: a slot that holds it already, else a free or
@@ -343,6 +399,13 @@ struct gapctl {
 		QuietEntry &entry = slot_for(advice.signature);
 		const int64_t quiet_ns = int64_t{std::min(advice.quiet_ms, kQuietMaxMs)} * 1000000;
 		entry.until_ns.store(0, std::memory_order_relaxed);
+		if (entry.signature.load(std::memory_order_relaxed) != advice.signature) {
+			// Another signature's summary is not this one's: what it had not sent is lost.
+			entry.generation.fetch_add(1, std::memory_order_relaxed);
+			entry.skipped.store(0, std::memory_order_relaxed);
+			entry.skipped_ns.store(0, std::memory_order_relaxed);
+		}
+		entry.summary.store(advice.quiet_summary, std::memory_order_relaxed);
 		entry.signature.store(advice.signature, std::memory_order_release);
 		entry.until_ns.store(now_ns() + quiet_ns, std::memory_order_relaxed);
 		advised.store(true, std::memory_order_relaxed);
@@ -770,9 +833,9 @@ int gapctl_phase_begin(gapctl_t *handle, const struct gapctl_phase *phase, uint6
 	uint32_t n = phase->n_peers > GAPCTL_MAX_PEERS ? GAPCTL_MAX_PEERS : phase->n_peers;
 	// Only where advice can come back (the daemon's socket) does a hint need its signature.
 	const uint64_t signature = handle->advice_channel.load(std::memory_order_relaxed) ? phase_signature(*phase, n) : 0;
-	if (signature && handle->is_quiet(signature)) {
+	if (const auto slot = signature ? handle->quiet_slot(signature) : std::nullopt) {
 		handle->quieted.fetch_add(1, std::memory_order_relaxed);
-		*phase_id = g_next_phase_id.fetch_add(1, std::memory_order_relaxed) | GAPCTL_PHASE_QUIET;
+		*phase_id = handle->quiet_phase_id(*slot);
 		return phase->n_peers > n ? -E2BIG : 0;
 	}
 	try {
@@ -801,6 +864,8 @@ int gapctl_phase_begin(gapctl_t *handle, const struct gapctl_phase *phase, uint6
 		header.rank = phase->rank;
 		header.repetitions = phase->repetitions;
 		header.signature = signature;
+		if (signature)
+			handle->take_quiet_summary(signature, header);
 		*phase_id = header.phase_id;
 		const uint32_t seq = handle->seq.fetch_add(1, std::memory_order_relaxed);
 		handle->enqueue(gp::hint::max_encoded_size(n), [&](std::span<uint8_t> buf) {
@@ -822,8 +887,10 @@ int gapctl_phase_end(gapctl_t *handle, uint64_t phase_id, uint64_t duration_ns)
 		handle->rejected.fetch_add(1, std::memory_order_relaxed);
 		return -EINVAL;
 	}
-	if (phase_id & GAPCTL_PHASE_QUIET)
-		return 0; // its BEGIN was never sent
+	if (phase_id & GAPCTL_PHASE_QUIET) {
+		handle->count_quiet_end(phase_id, duration_ns); // its BEGIN was never sent
+		return 0;
+	}
 
 	try {
 		gp::hint::Header header;

@@ -27,7 +27,7 @@ constexpr std::array<const char *, GAPPACE_HINT_ALGORITHM_MAX + 1> kAlgorithmNam
 constexpr size_t kAttrU32 = 8, kAttrU64 = 12, kAttrV6 = 20, kAttrNest = 4;
 constexpr size_t kPeerMax = kAttrNest + 2 * kAttrV6 + 2 * 8 /* be16 */ + kAttrU32;
 constexpr size_t kHeaderMax = MNL_NLMSG_HDRLEN + MNL_ALIGN(sizeof(genlmsghdr)) + kAttrNest +
-			      7 * kAttrU32 + 4 * kAttrU64 + 3 * kAttrU32 /* sender stamp */;
+			      8 * kAttrU32 + 5 * kAttrU64 + 3 * kAttrU32 /* sender stamp */;
 
 void put_address(nlmsghdr *nlh, uint16_t v4_type, uint16_t v6_type, const Endpoint &endpoint)
 {
@@ -147,6 +147,10 @@ size_t encode(std::span<uint8_t> buf, uint16_t family_id, uint32_t seq, const He
 			mnl_attr_put_u32(nlh, GAPPACE_A_HINT_REPETITIONS, h.repetitions);
 		if (h.signature)
 			mnl_attr_put_u64(nlh, GAPPACE_A_HINT_SIGNATURE, h.signature);
+		if (h.quiet_phases) {
+			mnl_attr_put_u32(nlh, GAPPACE_A_HINT_QUIET_PHASES, h.quiet_phases);
+			mnl_attr_put_u64(nlh, GAPPACE_A_HINT_QUIET_NS, h.quiet_ns);
+		}
 	} else if (h.duration_ns) {
 		mnl_attr_put_u64(nlh, GAPPACE_A_HINT_DURATION_NS, h.duration_ns);
 	}
@@ -202,6 +206,8 @@ Expected<Hint> decode(const nlmsghdr *nlh, SenderStamp stamp)
 	const nlattr *uid = f.get(GAPPACE_A_HINT_SENDER_UID, MNL_TYPE_U32, "SENDER_UID");
 	const nlattr *netns = f.get(GAPPACE_A_HINT_SENDER_NETNS, MNL_TYPE_U32, "SENDER_NETNS");
 	const nlattr *signature = f.get(GAPPACE_A_HINT_SIGNATURE, MNL_TYPE_U64, "SIGNATURE");
+	const nlattr *quiet_phases = f.get(GAPPACE_A_HINT_QUIET_PHASES, MNL_TYPE_U32, "QUIET_PHASES");
+	const nlattr *quiet_ns = f.get(GAPPACE_A_HINT_QUIET_NS, MNL_TYPE_U64, "QUIET_NS");
 	if (f.failure)
 		return *f.failure;
 
@@ -249,6 +255,14 @@ Expected<Hint> decode(const nlmsghdr *nlh, SenderStamp stamp)
 		h.duration_ns = mnl_attr_get_u64(duration);
 	if (signature)
 		h.signature = mnl_attr_get_u64(signature);
+	if (!quiet_phases != !quiet_ns)
+		return invalid(EINVAL, "a quiet summary needs both QUIET_PHASES and QUIET_NS");
+	if (quiet_phases) {
+		h.quiet_phases = mnl_attr_get_u32(quiet_phases);
+		if (!h.quiet_phases)
+			return invalid(ERANGE, "QUIET_PHASES must be at least 1");
+		h.quiet_ns = mnl_attr_get_u64(quiet_ns);
+	}
 
 	const bool stamped = pid || uid || netns;
 	if (stamp == SenderStamp::Forbidden && stamped)
@@ -300,6 +314,8 @@ size_t encode_advice(std::span<uint8_t> buf, uint32_t seq, const Advice &advice)
 	nlattr *nest = mnl_attr_nest_start(nlh, GAPPACE_A_ADVICE);
 	mnl_attr_put_u64(nlh, GAPPACE_A_ADVICE_SIGNATURE, advice.signature);
 	mnl_attr_put_u32(nlh, GAPPACE_A_ADVICE_QUIET_MS, advice.quiet_ms);
+	if (advice.quiet_summary)
+		mnl_attr_put(nlh, GAPPACE_A_ADVICE_QUIET_SUMMARY, 0, nullptr);
 	mnl_attr_nest_end(nlh, nest);
 	return nlh->nlmsg_len;
 }
@@ -322,11 +338,12 @@ Expected<Advice> decode_advice(const nlmsghdr *nlh)
 	Fields f{AttrIndex::of_nest(nest, GAPPACE_A_ADVICE_MAX), std::nullopt};
 	const nlattr *signature = f.get(GAPPACE_A_ADVICE_SIGNATURE, MNL_TYPE_U64, "SIGNATURE");
 	const nlattr *quiet = f.get(GAPPACE_A_ADVICE_QUIET_MS, MNL_TYPE_U32, "QUIET_MS");
+	const nlattr *summary = f.get(GAPPACE_A_ADVICE_QUIET_SUMMARY, MNL_TYPE_FLAG, "QUIET_SUMMARY");
 	if (f.failure)
 		return *f.failure;
 	if (!signature || !quiet)
 		return invalid(EINVAL, "ADVICE needs SIGNATURE and QUIET_MS");
-	return Advice{mnl_attr_get_u64(signature), mnl_attr_get_u32(quiet)};
+	return Advice{mnl_attr_get_u64(signature), mnl_attr_get_u32(quiet), summary != nullptr};
 }
 
 const char *kind_name(uint32_t kind) { return kind < kKindNames.size() ? kKindNames[kind] : nullptr; }

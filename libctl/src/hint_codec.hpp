@@ -54,6 +54,10 @@ struct Header {
 	uint32_t repetitions = 0;
 	uint64_t duration_ns = 0;	// END only; 0: not sent
 	uint64_t signature = 0;		// BEGIN only; 0: not sent (see Advice)
+	// BEGIN only, both or neither (0: not sent): the phases of this signature the sender
+	// skipped under quiet advice since its last BEGIN of it, and their summed durations.
+	uint32_t quiet_phases = 0;
+	uint64_t quiet_ns = 0;
 	bool operator==(const Header &) const = default;
 };
 
@@ -87,9 +91,12 @@ Expected<Hint> decode(const nlmsghdr *nlh, SenderStamp stamp);
 
 // gappaced's answer on the hints socket (GAPPACE_CMD_HINT_ADVICE): BEGIN hints whose
 // signature is `signature` change nothing for the next `quiet_ms`, so the sender may skip them.
+// With quiet_summary, the sender reports what it skipped with the signature's next BEGIN
+// (Header::quiet_phases, quiet_ns).
 struct Advice {
 	uint64_t signature = 0;
 	uint32_t quiet_ms = 0;
+	bool quiet_summary = false;
 	bool operator==(const Advice &) const = default;
 };
 inline constexpr size_t kAdviceMaxSize = 64;

@@ -78,10 +78,10 @@ public:
 	}
 	void close_listener() { listener_.reset(); }
 	// What gappaced answers to an inert phase (GAPPACE_CMD_HINT_ADVICE).
-	bool advise(uint64_t signature, uint32_t quiet_ms)
+	bool advise(uint64_t signature, uint32_t quiet_ms, bool quiet_summary = false)
 	{
 		std::vector<uint8_t> buf(gp::hint::kAdviceMaxSize);
-		const size_t len = gp::hint::encode_advice(buf, 0, gp::hint::Advice{signature, quiet_ms});
+		const size_t len = gp::hint::encode_advice(buf, 0, gp::hint::Advice{signature, quiet_ms, quiet_summary});
 		return ::send(client_.get(), buf.data(), len, MSG_NOSIGNAL) == static_cast<ssize_t>(len);
 	}
 	// True if a hint is waiting to be read right now.
@@ -327,6 +327,65 @@ TEST_P(Library, QuietAdviceIsKeptForManyPhasesAtOnce)
 	gapctl_close(handle);
 }
 
+// With quiet_summary in the advice, the phases skipped under it are counted with the durations
+// their ENDs name (unmeasured ones, 0, are not), and the next BEGIN of the signature carries
+// the count and the sum; the one after it, with nothing skipped between, carries none.
+TEST_P(Library, QuietSummaryComesWithTheNextBegin)
+{
+	FakeDaemon daemon;
+	gapctl_t *handle = nullptr;
+	ASSERT_NO_FATAL_FAILURE(open_on_socket(daemon, GetParam(), &handle));
+	std::vector<gapctl_peer> peers = {v4_peer("10.0.0.2", 1), v4_peer("10.0.0.3", 2)};
+	auto small = alltoall(peers, 1024);
+	uint64_t id = 0;
+	ASSERT_EQ(gapctl_phase_begin(handle, &small, &id), 0);
+	ASSERT_EQ(gapctl_phase_end(handle, id, 100), 0);
+	auto begin = daemon.next();
+	ASSERT_TRUE(begin) << begin.error().message;
+	ASSERT_TRUE(daemon.next());
+	constexpr uint32_t kQuietMs = 300;
+	ASSERT_TRUE(daemon.advise(begin->header.signature, kQuietMs, true));
+	const auto advised = std::chrono::steady_clock::now();
+
+	for (int i = 0; i < 50; ++i) {
+		ASSERT_EQ(gapctl_phase_begin(handle, &small, &id), 0);
+		if (id & GAPCTL_PHASE_QUIET)
+			break;
+		ASSERT_EQ(gapctl_phase_end(handle, id, 100), 0);
+		ASSERT_TRUE(daemon.next());
+		ASSERT_TRUE(daemon.next());
+		usleep(2000);
+	}
+	ASSERT_TRUE(id & GAPCTL_PHASE_QUIET) << "the advice never took effect";
+	// The first quiet phase, then 9 more: 10 measured (1000 + 2000 + ... ns), 2 not measured.
+	uint64_t expected_ns = 0;
+	for (int i = 1; i <= 12; ++i) {
+		if (i > 1)
+			ASSERT_EQ(gapctl_phase_begin(handle, &small, &id), 0);
+		ASSERT_TRUE(id & GAPCTL_PHASE_QUIET);
+		const uint64_t duration = i <= 10 ? uint64_t(i) * 1000 : 0;
+		expected_ns += duration;
+		ASSERT_EQ(gapctl_phase_end(handle, id, duration), 0);
+	}
+	const auto left = std::chrono::milliseconds(kQuietMs + 50) - (std::chrono::steady_clock::now() - advised);
+	if (left.count() > 0)
+		std::this_thread::sleep_for(left);
+	ASSERT_EQ(gapctl_phase_begin(handle, &small, &id), 0);
+	ASSERT_FALSE(id & GAPCTL_PHASE_QUIET);
+	ASSERT_EQ(gapctl_phase_end(handle, id, 100), 0);
+	auto summed = daemon.next();
+	ASSERT_TRUE(summed) << summed.error().message;
+	EXPECT_EQ(summed->header.quiet_phases, 10u);
+	EXPECT_EQ(summed->header.quiet_ns, expected_ns);
+	ASSERT_TRUE(daemon.next()); // its END
+	ASSERT_EQ(gapctl_phase_begin(handle, &small, &id), 0);
+	auto after = daemon.next();
+	ASSERT_TRUE(after) << after.error().message;
+	EXPECT_EQ(after->header.quiet_phases, 0u) << "a summary is sent once";
+	EXPECT_EQ(after->header.quiet_ns, 0u);
+	gapctl_close(handle);
+}
+
 // The daemon's advice that a phase changes nothing silences alike phases (and only those)
 // for the time it names; then they are sent again, so the daemon still sees one per period.
 TEST_P(Library, QuietAdviceSkipsAlikePhasesForItsTime)
@@ -385,6 +444,7 @@ TEST_P(Library, QuietAdviceSkipsAlikePhasesForItsTime)
 	auto again = daemon.next();
 	ASSERT_TRUE(again) << again.error().message;
 	EXPECT_EQ(again->header.bytes_per_peer, 1024u);
+	EXPECT_EQ(again->header.quiet_phases, 0u) << "advice without quiet_summary asks for none";
 
 	// Older callers' smaller stats struct still works, without the appended field.
 	gapctl_stats old{};

@@ -71,6 +71,8 @@ TEST(HintCodec, BeginRoundTripsEveryField)
 	h.rank = 3;
 	h.repetitions = 100;
 	h.signature = 0xfeedfacecafebeefULL;
+	h.quiet_phases = 17;
+	h.quiet_ns = 0x123456789aULL;
 	std::vector<Peer> peers = {address_peer("10.0.0.2", 1), address_peer("fd00::2", -1),
 				   tuple_peer("10.0.0.1:40000", "10.0.0.3:5001"),
 				   tuple_peer("[fd00::1]:40001", "[fd00::3]:5002")};
@@ -105,6 +107,12 @@ TEST(HintCodec, AdviceRoundTripsAndRejectsWhatIsNotAdvice)
 	auto advice = decode_advice(msg(buf));
 	ASSERT_TRUE(advice) << advice.error().message;
 	EXPECT_EQ(*advice, (Advice{0x0123456789abcdefULL, 1500}));
+	EXPECT_FALSE(advice->quiet_summary);
+	std::vector<uint8_t> with_summary(kAdviceMaxSize);
+	with_summary.resize(encode_advice(with_summary, 9, Advice{7, 20, true}));
+	auto summary = decode_advice(msg(with_summary));
+	ASSERT_TRUE(summary) << summary.error().message;
+	EXPECT_EQ(*summary, (Advice{7, 20, true}));
 
 	// A hint is not advice, and advice is not a hint.
 	Header h;
@@ -281,7 +289,27 @@ INSTANTIATE_TEST_SUITE_P(
 					mnl_attr_nest_end(n, p);
 				}
 			},
-			E2BIG, "peers"}),
+			E2BIG, "peers"},
+		// As the kernel's policy: a quiet summary is both attributes, of at least one phase.
+		BadCase{"QuietPhasesWithoutTime",
+			[](nlmsghdr *n) {
+				begin_basics(n);
+				mnl_attr_put_u32(n, GAPPACE_A_HINT_QUIET_PHASES, 3);
+			},
+			EINVAL, "needs both QUIET_PHASES and QUIET_NS"},
+		BadCase{"QuietTimeWithoutPhases",
+			[](nlmsghdr *n) {
+				begin_basics(n);
+				mnl_attr_put_u64(n, GAPPACE_A_HINT_QUIET_NS, 3000);
+			},
+			EINVAL, "needs both QUIET_PHASES and QUIET_NS"},
+		BadCase{"QuietZeroPhases",
+			[](nlmsghdr *n) {
+				begin_basics(n);
+				mnl_attr_put_u32(n, GAPPACE_A_HINT_QUIET_PHASES, 0);
+				mnl_attr_put_u64(n, GAPPACE_A_HINT_QUIET_NS, 3000);
+			},
+			ERANGE, "QUIET_PHASES must be at least 1"}),
 	[](const auto &info) { return std::string(info.param.name); });
 
 TEST(HintCodec, RejectsOtherCommandsAndMissingNest)

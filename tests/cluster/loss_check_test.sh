@@ -6,7 +6,8 @@
 #     predict that 2 x 8 KiB overflow and would pace. Every host's trial (32 phases unpaced with
 #     the floor) sees no loss (or its retry at phase 256 does, after a stray retransmission): the
 #     key becomes lossless, its phases run as sent, and the daemons advise the senders to skip
-#     its hints (quiet advice counted, phases no longer paced). Then the FIFO is shrunk to 3
+#     its hints (quiet advice counted, phases no longer paced); the skipped phases' count and
+#     time come back with the next phase sent (quiet summary). Then the FIFO is shrunk to 3
 #     packets under the running daemons: the tails of unpaced bursts are lost, and a host
 #     whose audit sees its timeouts runs the key floored (unpaced with the floor), not paced;
 #   * confirmed: the real FIFO holds 4 packets and 64 KiB messages overflow it. Every host's trial
@@ -42,7 +43,7 @@ show() { ip netns exec "$1" "$BUILD/tools/gapctl/gapctl" -j daemon show; }
 daemon_config() { # HOST_INDEX; BELIEVED_QUEUE_PACKETS: what the daemons are told the FIFO holds
 	local h=${GPC_HOSTS[$1]}
 	cat <<CONF
-$(gp_daemon_toml "$TMP/daemons/$h.state.json" "history = 512")
+$(gp_daemon_toml "$TMP/daemons/$h.state.json" "history = 512" 'quiet = "100ms"')
 [rto]
 floor = "5ms"
 [pacing]
@@ -93,6 +94,8 @@ for i in "${!GPC_HOSTS[@]}"; do
 		jqt "$j" '[.history[] | select(.bytes_per_peer == 8192 and (.plan | test("loss check: trial")) and .rto >= 1 and .paced == 0)] | length >= 16'
 	check "$h: after it, the phases run as sent and the sender was advised to skip them" \
 		jqt "$j" '([.history[] | select(.bytes_per_peer == 8192 and (.plan | test("loss check: lossless")) and .rto == 0 and .paced == 0)] | length >= 1) and .counters.advice_sent >= 1'
+	check "$h: the phases skipped on advice came back summed up with a later phase, for calibration" \
+		jqt "$j" '.counters.quiet_phases_reported >= 1 and ([.history[] | select(.bytes_per_peer == 8192 and .quiet_phases >= 1 and .quiet_ns > 0 and .quiet_predicted_us > 0)] | length >= 1)'
 	check "$h: no 8 KiB phase was paced, except between a failed trial and its retry" \
 		jqt "$j" "([$key][0].failures) as \$f | [.history[] | select(.bytes_per_peer == 8192 and .paced > 0)] | length as \$n | (\$f == 0 and \$n == 0) or (\$f == 1 and \$n < 256)"
 done

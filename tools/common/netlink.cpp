@@ -350,6 +350,25 @@ Expected<uint16_t> NetlinkSocket::genl_family_id(const std::string &name)
 	return *id;
 }
 
+Expected<uint32_t> NetlinkSocket::genl_family_version(const std::string &family)
+{
+	RequestBuffer request;
+	encode_get_family(request, family);
+	std::optional<uint32_t> version;
+	auto done = transact(request, [&](const nlmsghdr *nlh) -> Expected<void> {
+		auto decoded = decode_family_version(nlh);
+		if (!decoded)
+			return decoded.error();
+		version = *decoded;
+		return {};
+	});
+	if (!done)
+		return done.error();
+	if (!version)
+		return make_error(ENOENT, "no reply to CTRL_CMD_GETFAMILY");
+	return *version;
+}
+
 Expected<uint32_t> NetlinkSocket::genl_mcast_group_id(const std::string &family, const std::string &group)
 {
 	RequestBuffer request;
@@ -392,6 +411,17 @@ Expected<uint16_t> decode_family_id(const nlmsghdr *nlh)
 	if (!*id)
 		return make_error(EBADMSG, "CTRL_ATTR_FAMILY_ID missing in kernel reply");
 	return mnl_attr_get_u16(*id);
+}
+
+Expected<uint32_t> decode_family_version(const nlmsghdr *nlh)
+{
+	const auto attrs = AttrIndex::of_message(nlh, sizeof(genlmsghdr), CTRL_ATTR_MAX);
+	auto version = checked_attr(attrs, CTRL_ATTR_VERSION, MNL_TYPE_U32, "CTRL_ATTR_VERSION");
+	if (!version)
+		return version.error();
+	if (!*version)
+		return make_error(EBADMSG, "CTRL_ATTR_VERSION missing in kernel reply");
+	return mnl_attr_get_u32(*version);
 }
 
 Expected<std::optional<uint32_t>> decode_mcast_group_id(const nlmsghdr *nlh, std::string_view group)

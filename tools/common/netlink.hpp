@@ -112,6 +112,9 @@ public:
 	Expected<uint16_t> genl_family_id(const std::string &name);
 	// The id of one multicast group of a family. ENOENT if the family or the group is absent.
 	Expected<uint32_t> genl_mcast_group_id(const std::string &family, const std::string &group);
+	// The version a family's module registered (what its uapi header calls *_GENL_VERSION):
+	// what the kernel's policies accept.
+	Expected<uint32_t> genl_family_version(const std::string &family);
 
 	// For event loops: the descriptor to poll, the port id, and the libmnl socket.
 	int fd() const noexcept { return socket_ ? mnl_socket_get_fd(socket_) : -1; }
@@ -133,6 +136,7 @@ private:
 // Generic netlink controller messages, separated from I/O for tests.
 void encode_get_family(RequestBuffer &buf, std::string_view family_name);
 Expected<uint16_t> decode_family_id(const nlmsghdr *nlh);
+Expected<uint32_t> decode_family_version(const nlmsghdr *nlh);
 // The id of multicast group `group` in a CTRL_CMD_GETFAMILY reply; nullopt if it has none.
 Expected<std::optional<uint32_t>> decode_mcast_group_id(const nlmsghdr *nlh, std::string_view group);
 

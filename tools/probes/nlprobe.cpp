@@ -409,6 +409,22 @@ void add_hint_cases(std::vector<Case> &cases)
 	// 963 IPv6 tuples fit one attribute (65516 bytes) but not with the 24-byte stamp
 	cases.push_back(large_hint_case("hint_no_room_for_stamp", EMSGSIZE, "no room for the sender's stamp",
 					963, true));
+	// A quiet summary is both attributes (the check after the policies), of at least one phase.
+	cases.push_back(hint_case("hint_quiet_phases_without_time", EINVAL, "needs both quiet-phases and quiet-ns",
+				  [](nlmsghdr *n) {
+					  put_hint_basics(n);
+					  mnl_attr_put_u32(n, GAPPACE_A_HINT_QUIET_PHASES, 4);
+				  }));
+	cases.push_back(hint_case("hint_quiet_time_without_phases", EINVAL, "needs both quiet-phases and quiet-ns",
+				  [](nlmsghdr *n) {
+					  put_hint_basics(n);
+					  mnl_attr_put_u64(n, GAPPACE_A_HINT_QUIET_NS, 4000);
+				  }));
+	cases.push_back(hint_case("hint_quiet_zero_phases", ERANGE, "out of range", [](nlmsghdr *n) {
+		put_hint_basics(n);
+		mnl_attr_put_u32(n, GAPPACE_A_HINT_QUIET_PHASES, 0);
+		mnl_attr_put_u64(n, GAPPACE_A_HINT_QUIET_NS, 4000);
+	}));
 	// Valid hints with nobody listening: refused with ESRCH, never with EPERM, even
 	// from a sender without CAP_NET_ADMIN. Run these where no listener is subscribed.
 	cases.push_back(hint_case("hint_no_listener", ESRCH, "no daemon listens for hints", [](nlmsghdr *n) {
@@ -419,6 +435,13 @@ void add_hint_cases(std::vector<Case> &cases)
 				  [](nlmsghdr *n) {
 					  put_hint_basics(n);
 					  put_v4_connection_peer(n, 1);
+				  },
+				  true));
+	cases.push_back(hint_case("hint_quiet_summary_no_listener", ESRCH, "no daemon listens for hints",
+				  [](nlmsghdr *n) {
+					  put_hint_basics(n);
+					  mnl_attr_put_u32(n, GAPPACE_A_HINT_QUIET_PHASES, 12);
+					  mnl_attr_put_u64(n, GAPPACE_A_HINT_QUIET_NS, 36000000);
 				  },
 				  true));
 }

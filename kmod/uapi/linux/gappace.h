@@ -73,7 +73,8 @@ struct tc_gappace_xstats {
 /* ------------------------------------------------------- generic netlink */
 
 #define GAPPACE_GENL_NAME	"gappace"
-#define GAPPACE_GENL_VERSION	1
+/* 2: hints may carry a quiet summary (GAPPACE_A_HINT_QUIET_PHASES/_NS). */
+#define GAPPACE_GENL_VERSION	2
 
 /*
  * Commands. Changing state needs CAP_NET_ADMIN in the user namespace that
@@ -124,7 +125,11 @@ enum gappace_cmd {
 	 * (never sent or accepted by the kernel): {ADVICE{SIGNATURE,
 	 * QUIET_MS}}: BEGIN hints whose HINT_SIGNATURE is SIGNATURE need not be
 	 * sent for QUIET_MS, because the daemon would change nothing for them
-	 * (every bottleneck's burst fits its queue). The sender may still send. */
+	 * (every bottleneck's burst fits its queue). The sender may still send.
+	 * With QUIET_SUMMARY, the daemon also takes the count and summed
+	 * duration of the phases skipped that way with the next BEGIN of the
+	 * signature (HINT_QUIET_PHASES, HINT_QUIET_NS): it learns their phase
+	 * time from all of them, not only from the few it sees. */
 	GAPPACE_CMD_HINT_ADVICE,
 	__GAPPACE_CMD_MAX
 };
@@ -304,6 +309,11 @@ enum gappace_a_hint {
 	GAPPACE_A_HINT_SENDER_NETNS,	/* u32, stamped: inode number of the sender's netns */
 	GAPPACE_A_HINT_SIGNATURE,	/* u64 (BEGIN): the sender's digest of the phase's
 					 * description (kind ... peers), echoed in advice */
+	GAPPACE_A_HINT_QUIET_PHASES,	/* u32 (BEGIN, with QUIET_NS; family version >= 2):
+					 * phases of this SIGNATURE that the sender skipped
+					 * under quiet advice since its last BEGIN of it */
+	GAPPACE_A_HINT_QUIET_NS,	/* u64 (BEGIN, with QUIET_PHASES): their summed
+					 * durations, as END's DURATION_NS would have said */
 	__GAPPACE_A_HINT_MAX
 };
 #define GAPPACE_A_HINT_MAX (__GAPPACE_A_HINT_MAX - 1)
@@ -333,6 +343,8 @@ enum gappace_a_advice {
 	GAPPACE_A_ADVICE_PAD,
 	GAPPACE_A_ADVICE_SIGNATURE,	/* u64: the HINT_SIGNATURE it is about */
 	GAPPACE_A_ADVICE_QUIET_MS,	/* u32: how long such phases need no hints */
+	GAPPACE_A_ADVICE_QUIET_SUMMARY,	/* flag: send the skipped phases' summary with the
+					 * signature's next BEGIN (HINT_QUIET_PHASES/_NS) */
 	__GAPPACE_A_ADVICE_MAX
 };
 #define GAPPACE_A_ADVICE_MAX (__GAPPACE_A_ADVICE_MAX - 1)

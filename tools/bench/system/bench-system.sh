@@ -334,14 +334,21 @@ for topo in "${TOPOS[@]}"; do
 				if [[ $variant == *gappaced* ]]; then
 					dc=$(jq -n -c --argjson b "$dc_before" --argjson a "$(daemon_counters)" \
 						'$a | to_entries | map({key, value: (.value - ($b[.key] // 0))}) | from_entries')
-					# The daemons' recent phases: predicted, calibrated and measured times.
+					# The daemons' recent phases: predicted, calibrated and measured times. A
+					# phase that brought a quiet summary adds one entry for the phases its
+					# sender skipped: their mean time, with what they were advised under.
 					for i in "${!GPC_HOSTS[@]}"; do
 						gp_daemon_show "$i" "$BUILD" 2>/dev/null |
 							jq -c --arg topo "$topo" --arg variant "$variant" --argjson m "$m" --argjson rep "$rep" \
 								--arg host "${GPC_HOSTS[$i]}" \
 								'{topology: $topo, variant: $variant, msg: $m, rep: $rep, host: $host,
-								  phases: [.history[] | select(.ended == "end" and .predicted_us > 0 and .bytes_per_peer == $m)
-									   | {predicted_us, calibrated_us, measured_us: (.duration_ns / 1000), plan}]}' \
+								  phases: [.history[] | select(.bytes_per_peer == $m)
+									   | (select((.quiet_phases // 0) > 0 and (.quiet_predicted_us // 0) > 0)
+									      | {predicted_us: .quiet_predicted_us, calibrated_us: .quiet_calibrated_us,
+										 measured_us: (.quiet_ns / .quiet_phases / 1000), quiet_phases,
+										 plan: "quiet summary"}),
+									     (select(.ended == "end" and .predicted_us > 0)
+									      | {predicted_us, calibrated_us, measured_us: (.duration_ns / 1000), plan})]}' \
 							>>"$OUT/predictions.jsonl" || true
 					done
 				fi

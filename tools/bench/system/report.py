@@ -216,7 +216,8 @@ def prediction_table(rows, topo):
     if not keys:
         return []
     md = ["Models planner: predicted vs measured phase time (median over the daemons' last phases of each "
-          "size; relative error |measured − predicted| / measured):", "",
+          "size, where the mean of the phases a sender skipped on quiet advice, its quiet summary, counts "
+          "as one; relative error |measured − predicted| / measured):", "",
           "| variant | message | phases | measured | predicted | error | calibrated | error | within ±15 % "
           "| calibrated vs measured, medians |",
           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]

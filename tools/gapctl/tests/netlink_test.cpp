@@ -186,6 +186,14 @@ TEST(GenlController, GetFamilyRequestAndReply)
 	auto id = decode_family_id(reply.nlh());
 	ASSERT_TRUE(id);
 	EXPECT_EQ(*id, 0x1f);
+	// No version in the reply: an error naming the attribute, not version 0.
+	auto missing = decode_family_version(reply.nlh());
+	ASSERT_FALSE(missing);
+	EXPECT_EQ(missing.error().err, EBADMSG);
+	mnl_attr_put_u32(reply.nlh(), CTRL_ATTR_VERSION, GAPPACE_GENL_VERSION);
+	auto version = decode_family_version(reply.nlh());
+	ASSERT_TRUE(version);
+	EXPECT_EQ(*version, uint32_t{GAPPACE_GENL_VERSION});
 }
 
 TEST(AttrIndex, IgnoresUnknownTypesAndKeepsTheLastDuplicate)

@@ -490,8 +490,8 @@ void ModelPlanner::observe_quiet(const hint::Header &phase, double predicted_us,
 	if (predicted_us <= 0 || phases == 0 || total_ns == 0)
 		return;
 	const double mean_us = static_cast<double>(total_ns) / 1000.0 / phases;
-	if (calibration_.record(key_of(phase), predicted_us, mean_us))
-		++observed_;
+	if (calibration_.record(key_of(phase), predicted_us, mean_us, phases))
+		observed_ += phases;
 }
 
 void ModelPlanner::describe(JsonWriter &j) const

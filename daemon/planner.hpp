@@ -104,8 +104,9 @@ public:
 	const char *name() const override { return "models"; }
 	Plan plan(const hint::Header &phase, std::span<const PlannedPeer> peers, const Config &config) const override;
 	void observe(const hint::Header &phase, double predicted_us, uint64_t duration_ns, const Plan &applied) override;
-	// One calibration sample, their mean: not the loss check's (their counters were not read
-	// around them) nor the learner's (it compares plans, and these had no choice).
+	// One calibration sample, their mean, weighing as many phases as it stands for: not the
+	// loss check's (their counters were not read around them) nor the learner's (it compares
+	// plans, and these had no choice).
 	void observe_quiet(const hint::Header &phase, double predicted_us, uint32_t phases, uint64_t total_ns) override;
 	void describe(JsonWriter &json) const override;
 	// Where the loss check reads the host's TCP counters (default: this namespace's /proc/net).

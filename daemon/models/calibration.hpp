@@ -11,6 +11,9 @@
 // calibration to what it is for, the models' missing constant factors (copies, protocol
 // overheads, contention PlogP ignores): a ratio beyond 3 means a mechanism the models do not
 // describe, one below 0.5 a parameter file that does not fit the path.
+// A sample may stand for many phases (a sender's quiet summary: the mean of the phases it
+// skipped on quiet advice). It then weighs as many: the median is over phases, each summed-up
+// phase taken at the mean. The window still holds the last kWindow samples.
 // It also keeps the mean absolute error of the raw predictions and of the calibrated ones (each
 // sample judged with the factor from before it), so the benefit of calibration is visible.
 // At most `max_keys` keys are kept; a new key beyond that evicts the least recently updated one.
@@ -38,8 +41,8 @@ inline constexpr double kMinCorrection = 0.5;
 inline constexpr double kMaxCorrection = 3.0;
 
 struct CalibrationStats {
-	uint64_t samples = 0;
-	double ratio_median = 1;		// of the last kWindow measured / predicted, unclamped
+	uint64_t samples = 0;			// phases folded in (a sample of weight w counts w)
+	double ratio_median = 1;		// of the last kWindow samples' measured / predicted, by weight, unclamped
 	double correction = 1;			// clamp(ratio_median, 0.5, 3)
 	double mean_abs_error_us = 0;		// mean |measured - predicted|
 	double mean_abs_error_corrected_us = 0;	// mean |measured - predicted * correction before the sample|
@@ -54,9 +57,9 @@ public:
 	// max_keys >= 1 (clamped to that).
 	explicit Calibration(size_t max_keys = 1024);
 
-	// Folds one phase in. Returns false (and changes nothing) unless both times are finite
-	// and > 0.
-	bool record(const CalibrationKey &key, double predicted_us, double measured_us);
+	// Folds one sample in: `phases` phases (>= 1) whose mean time was measured_us. Returns
+	// false (and changes nothing) unless both times are finite and > 0 and phases >= 1.
+	bool record(const CalibrationKey &key, double predicted_us, double measured_us, uint32_t phases = 1);
 
 	// The correction factor for the key: clamp(median ratio, 0.5, 3); 1 for a key never seen.
 	double correction(const CalibrationKey &key) const;
@@ -76,7 +79,9 @@ public:
 private:
 	struct Entry {
 		CalibrationStats stats;
-		std::array<double, kWindow> ratios{};	// a ring: the last min(samples, kWindow)
+		std::array<double, kWindow> ratios{};	// a ring: the last min(recorded, kWindow)
+		std::array<uint32_t, kWindow> weights{};	// the phases each of them stands for
+		uint64_t recorded = 0;			// samples (not phases) so far
 		double abs_error_sum_us = 0;
 		double abs_error_corrected_sum_us = 0;
 		uint64_t last_update = 0;

@@ -88,6 +88,31 @@ TEST(Calibration, SingleOutliersDoNotMoveTheFactor)
 	EXPECT_DOUBLE_EQ(c.correction(kKey), 2.5);
 }
 
+// A quiet summary stands for the phases it sums up: the median is over phases. Eight hinted
+// phases at 3x (the ones that reach the daemon pay for the hint: 1.4-1.8x the benchmark's
+// median at 1 KB) against one summary of 40 phases at 1.2x: 1.2, where a median over samples
+// would say 3. Their errors weigh as many phases too.
+TEST(Calibration, ASummaryWeighsAsManyPhasesAsItStandsFor)
+{
+	Calibration c;
+	for (int i = 0; i < 8; ++i)
+		c.record(kKey, 100, 300);
+	EXPECT_DOUBLE_EQ(c.correction(kKey), 3.0);
+	ASSERT_TRUE(c.record(kKey, 100, 120, 40));
+	EXPECT_DOUBLE_EQ(c.correction(kKey), 1.2);
+	EXPECT_EQ(c.stats(kKey)->samples, 48u);
+	EXPECT_DOUBLE_EQ(c.stats(kKey)->mean_abs_error_us, (8 * 200.0 + 40 * 20.0) / 48);
+	// Exactly half the weight on each side: the mean of the two ratios around it.
+	Calibration h;
+	h.record(kKey, 100, 100, 3);
+	h.record(kKey, 100, 200, 3);
+	EXPECT_DOUBLE_EQ(h.correction(kKey), 1.5);
+	// The window is nine samples, whatever their weight: the summary leaves after nine more.
+	for (int i = 0; i < 9; ++i)
+		c.record(kKey, 100, 250);
+	EXPECT_DOUBLE_EQ(c.correction(kKey), 2.5);
+}
+
 // The factor is clamped to [0.5, 3]; the median itself is kept unclamped.
 TEST(Calibration, CorrectionIsClamped)
 {
@@ -100,7 +125,7 @@ TEST(Calibration, CorrectionIsClamped)
 	EXPECT_DOUBLE_EQ(c.correction(fast), kMinCorrection);
 }
 
-// measured / predicted needs two finite times > 0.
+// measured / predicted needs two finite times > 0, and a sample at least one phase.
 TEST(Calibration, RefusesMeaninglessSamples)
 {
 	Calibration c;
@@ -108,6 +133,7 @@ TEST(Calibration, RefusesMeaninglessSamples)
 	EXPECT_FALSE(c.record(kKey, 100, -1));
 	EXPECT_FALSE(c.record(kKey, std::numeric_limits<double>::quiet_NaN(), 100));
 	EXPECT_FALSE(c.record(kKey, 100, std::numeric_limits<double>::infinity()));
+	EXPECT_FALSE(c.record(kKey, 100, 100, 0)) << "a sample stands for at least one phase";
 	EXPECT_EQ(c.size(), 0u);
 }
 

@@ -9,6 +9,7 @@
 #                   [--publish-models MODELS.md] [--guest-kernel KVER] [--guest-topologies 4+4]
 #                   [--guest-rate 5mbit] [--guest-queue 16] [--guest-max-size 64k] [--guest-seconds 4]
 #                   [--remedies pacing,rto|pacing|rto|none] [--learn] [--loss-check PHASES (default 32, 0: off)]
+#                   [--queue-share F (the daemons' [planner] queue_share; default: theirs)]
 #
 # For every topology (N+N hosts, one bottleneck of rate C with a FIFO of q packets per
 # direction), message size m and variant, it runs the TCP all-to-all (gp-alltoall) or a real
@@ -53,7 +54,7 @@ die() { echo "bench-system: $*" >&2; exit 1; }
 
 BUILD="" OUT="" TOPOLOGIES="4+4,8+8" SIZES="1k,4k,16k,64k,256k,1m,4m"
 VARIANTS="stock,rto,pace,rto+pace,gappaced,mpi-stock,mpi-gappaced,mpi-gappaced-rto,module-stock,module-gappaced"
-PLOT=1 PUBLISH='' PUBLISH_MODELS='' PLANNER=models SNDBUF=8m REPS=3 RATE=200mbit QUEUE=40 SECONDS_PER_RUN=2 CELL_TIMEOUT=60 PATTERN=pairwise RTO_MS=5 REMEDIES=pacing,rto LEARN=false LOSS_CHECK=32
+PLOT=1 PUBLISH='' PUBLISH_MODELS='' PLANNER=models SNDBUF=8m REPS=3 RATE=200mbit QUEUE=40 SECONDS_PER_RUN=2 CELL_TIMEOUT=60 PATTERN=pairwise RTO_MS=5 REMEDIES=pacing,rto LEARN=false LOSS_CHECK=32 QUEUE_SHARE=''
 GUEST_KERNEL='' GUEST_TOPOLOGIES=4+4 GUEST_RATE=5mbit GUEST_QUEUE=16 GUEST_MAX_SIZE=64k GUEST_SECONDS=4
 while (($#)); do
 	case $1 in
@@ -82,6 +83,7 @@ while (($#)); do
 	--remedies) REMEDIES=${2:?}; shift 2 ;;
 	--learn) LEARN=true; shift ;;
 	--loss-check) LOSS_CHECK=${2:?}; shift 2 ;;
+	--queue-share) QUEUE_SHARE=${2:?}; shift 2 ;;
 	--quick) TOPOLOGIES=4+4 SIZES=16k,64k REPS=1 SECONDS_PER_RUN=1; shift ;;
 	-h | --help) usage ;;
 	*) echo "bench-system: unknown option '$1'" >&2; usage ;;
@@ -102,6 +104,7 @@ rto) PACING_ON=false RTO_ON=true ;; none) PACING_ON=false RTO_ON=false ;;
 *) echo "bench-system: --remedies must be pacing,rto, pacing, rto or none" >&2; exit 2 ;;
 esac
 [[ $LOSS_CHECK =~ ^[0-9]+$ ]] && ((LOSS_CHECK <= 4096)) || { echo "bench-system: --loss-check must be 0 .. 4096 phases" >&2; exit 2; }
+[[ -z $QUEUE_SHARE || $QUEUE_SHARE =~ ^(0?\.[0-9]+|1(\.0*)?)$ ]] || { echo "bench-system: --queue-share must be a fraction (0.05 .. 1)" >&2; exit 2; }
 IFS=, read -ra TOPOS <<<"$TOPOLOGIES"
 IFS=, read -ra SIZE_LIST <<<"$SIZES"
 IFS=, read -ra VARIANT_LIST <<<"$VARIANTS"
@@ -189,6 +192,7 @@ frame_overhead = 66
 model = "$PLANNER"
 learn = $LEARN
 loss_check_phases = $LOSS_CHECK
+${QUEUE_SHARE:+queue_share = $QUEUE_SHARE}
 $(gp_cluster_bottlenecks_toml)
 CONF
 }
@@ -291,7 +295,7 @@ RUNS=$OUT/runs.jsonl
 {
 	echo "machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), kernel $(uname -r)"
 	echo "started: $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "command: $0 --topologies $TOPOLOGIES --sizes $SIZES --variants $VARIANTS --reps $REPS --rate $RATE --queue $QUEUE --seconds $SECONDS_PER_RUN --cell-timeout $CELL_TIMEOUT --pattern $PATTERN --sndbuf $SNDBUF --planner $PLANNER --remedies $REMEDIES$([[ $LEARN == true ]] && echo " --learn") --loss-check $LOSS_CHECK$( ((${#GUEST_MODES[@]})) && echo " --guest-kernel ${GUEST_KERNEL:-(newest)} --guest-topologies $GUEST_TOPOLOGIES --guest-rate $GUEST_RATE --guest-queue $GUEST_QUEUE --guest-max-size $GUEST_MAX_SIZE --guest-seconds $GUEST_SECONDS")"
+	echo "command: $0 --topologies $TOPOLOGIES --sizes $SIZES --variants $VARIANTS --reps $REPS --rate $RATE --queue $QUEUE --seconds $SECONDS_PER_RUN --cell-timeout $CELL_TIMEOUT --pattern $PATTERN --sndbuf $SNDBUF --planner $PLANNER --remedies $REMEDIES$([[ $LEARN == true ]] && echo " --learn") --loss-check $LOSS_CHECK${QUEUE_SHARE:+ --queue-share $QUEUE_SHARE}$( ((${#GUEST_MODES[@]})) && echo " --guest-kernel ${GUEST_KERNEL:-(newest)} --guest-topologies $GUEST_TOPOLOGIES --guest-rate $GUEST_RATE --guest-queue $GUEST_QUEUE --guest-max-size $GUEST_MAX_SIZE --guest-seconds $GUEST_SECONDS")"
 } >"$OUT/machine.txt"
 cat "$OUT/machine.txt" >&2
 failures=0
@@ -315,6 +319,7 @@ for topo in "${TOPOS[@]}"; do
 			for rep in $(seq "$REPS"); do
 				dc_before='{}'
 				[[ $variant == *gappaced* ]] && dc_before=$(daemon_counters)
+				rep_began_ms=$(date +%s%3N)
 				if [[ $variant == mpi-* ]]; then
 					line=$(run_mpi "$variant" "$m" "$n_left")
 				else
@@ -334,15 +339,16 @@ for topo in "${TOPOS[@]}"; do
 				if [[ $variant == *gappaced* ]]; then
 					dc=$(jq -n -c --argjson b "$dc_before" --argjson a "$(daemon_counters)" \
 						'$a | to_entries | map({key, value: (.value - ($b[.key] // 0))}) | from_entries')
-					# The daemons' recent phases: predicted, calibrated and measured times. A
+					# The daemons' phases of this repetition (they live on through the cell's
+					# repetitions): predicted, calibrated and measured times. A
 					# phase that brought a quiet summary adds one entry for the phases its
 					# sender skipped: their mean time, with what they were advised under.
 					for i in "${!GPC_HOSTS[@]}"; do
 						gp_daemon_show "$i" "$BUILD" 2>/dev/null |
 							jq -c --arg topo "$topo" --arg variant "$variant" --argjson m "$m" --argjson rep "$rep" \
-								--arg host "${GPC_HOSTS[$i]}" \
+								--arg host "${GPC_HOSTS[$i]}" --argjson since "$rep_began_ms" \
 								'{topology: $topo, variant: $variant, msg: $m, rep: $rep, host: $host,
-								  phases: [.history[] | select(.bytes_per_peer == $m)
+								  phases: [.history[] | select(.bytes_per_peer == $m and .began_unix_ms >= $since)
 									   | (select((.quiet_phases // 0) > 0 and (.quiet_predicted_us // 0) > 0)
 									      | {predicted_us: .quiet_predicted_us, calibrated_us: .quiet_calibrated_us,
 										 measured_us: (.quiet_ns / .quiet_phases / 1000), quiet_phases,

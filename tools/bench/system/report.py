@@ -210,8 +210,23 @@ def prediction_rows(path):
                 if measured <= 0 or not p.get("predicted_us"):
                     continue
                 rows.setdefault(key, []).append((p["predicted_us"], p.get("calibrated_us") or p["predicted_us"],
-                                                 measured, p.get("plan", "")))
+                                                 measured, p.get("plan", ""), int(p.get("quiet_phases") or 1)))
     return rows
+
+
+def wmedian(pairs):
+    """The median of (value, weight) pairs by weight: a quiet summary weighs the phases it
+    stands for, each taken at their mean (as the daemon's calibration takes it)."""
+    pairs = sorted(pairs)
+    total = sum(w for _, w in pairs)
+    below = 0
+    for i, (v, w) in enumerate(pairs):
+        below += w
+        if 2 * below > total:
+            return v
+        if 2 * below == total:
+            return (v + pairs[i + 1][0]) / 2
+    return pairs[-1][0]
 
 
 # Where the benchmark's own median phase time is the same quantity as a hint's duration: gp-alltoall
@@ -230,8 +245,8 @@ def prediction_table(rows, topo, cells):
     if not keys:
         return []
     md = ["Models planner: predicted vs measured phase time (median over the daemons' last phases of each "
-          "size, where the mean of the phases a sender skipped on quiet advice, its quiet summary, counts "
-          "as one; relative error |measured − predicted| / measured). The daemons see the phases their "
+          "size, where a sender's quiet summary stands for the phases it skipped on quiet advice, each at "
+          "their mean; relative error |measured − predicted| / measured). The daemons see the phases their "
           "senders hint, one per quiet period where the plan changes nothing; the last column holds the "
           "calibrated median against the benchmark's own median over every phase of every rank "
           "(gp-alltoall only):", "",
@@ -240,16 +255,17 @@ def prediction_table(rows, topo, cells):
           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for k in keys:
         ps = rows[k]
-        measured = statistics.median(p[2] for p in ps)
-        predicted = statistics.median(p[0] for p in ps)
-        calibrated = statistics.median(p[1] for p in ps)
-        err_raw = statistics.median(abs(p[2] - p[0]) / p[2] for p in ps)
-        err_cal = statistics.median(abs(p[2] - p[1]) / p[2] for p in ps)
-        within = sum(1 for p in ps if abs(p[2] - p[1]) / p[2] <= 0.15) / len(ps)
+        measured = wmedian((p[2], p[4]) for p in ps)
+        predicted = wmedian((p[0], p[4]) for p in ps)
+        calibrated = wmedian((p[1], p[4]) for p in ps)
+        err_raw = wmedian((abs(p[2] - p[0]) / p[2], p[4]) for p in ps)
+        err_cal = wmedian((abs(p[2] - p[1]) / p[2], p[4]) for p in ps)
+        phases = sum(p[4] for p in ps)
+        within = sum(p[4] for p in ps if abs(p[2] - p[1]) / p[2] <= 0.15) / phases
         cell_error = (calibrated - measured) / measured
         p50 = benchmark_p50(cells, k)
         all_phases = f"{p50 / 1000:.2f} ms, {(calibrated - p50) / p50 * 100:+.0f} %" if p50 else "–"
-        md.append(f"| {VARIANT_TITLE.get(k[1], k[1])} | {size_name(k[2])} | {len(ps)} | {measured / 1000:.2f} ms | "
+        md.append(f"| {VARIANT_TITLE.get(k[1], k[1])} | {size_name(k[2])} | {phases} | {measured / 1000:.2f} ms | "
                   f"{predicted / 1000:.2f} ms | {err_raw * 100:.0f} % | {calibrated / 1000:.2f} ms | "
                   f"{err_cal * 100:.0f} % | {within * 100:.0f} % | {cell_error * 100:+.0f} % | {all_phases} |")
     md.append("")
@@ -271,8 +287,8 @@ def planner_verdicts(rows, cells, topo, sizes):
             if not ps:
                 continue
             judged += 1
-            measured = benchmark_p50(cells, (topo, variant, m)) or statistics.median(p[2] for p in ps)
-            calibrated = statistics.median(p[1] for p in ps)
+            measured = benchmark_p50(cells, (topo, variant, m)) or wmedian((p[2], p[4]) for p in ps)
+            calibrated = wmedian((p[1], p[4]) for p in ps)
             if abs(calibrated - measured) / measured > 0.15:
                 off.append(f"{size_name(m)} ({(calibrated - measured) / measured * 100:+.0f} %)")
         title = VARIANT_TITLE.get(variant, variant)

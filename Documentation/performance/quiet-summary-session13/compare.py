@@ -1,14 +1,27 @@
 #!/usr/bin/env python3
 """Per bench-system output directory (abba-bench.sh's N-A, N-B): for each (topology, variant,
-size), the daemons' calibrated prediction (median over their logged phases and quiet
-summaries) against two measurements: the median of what the daemons saw (bench-system's
-"measured"), and the benchmark's own median iteration time over all ranks and phases
+size), the daemons' calibrated prediction (median over their logged phases, a quiet summary
+weighing the phases it stands for, as report.py does) against three measurements: the median of
+what the daemons saw, weighted alike (bench-system's "measured"), and the benchmark's own median iteration time over all ranks and phases
 (iteration_us.p50, the median over the cell's repetitions) and its mean phase time (the run's
 seconds over its iterations: every rank runs them all), with the fraction of C.
     compare.py DIR [DIR...]"""
 import json
 import statistics
 import sys
+
+
+def wmedian(pairs):
+    pairs = sorted(pairs)
+    total = sum(w for _, w in pairs)
+    below = 0
+    for i, (v, w) in enumerate(pairs):
+        below += w
+        if 2 * below > total:
+            return v
+        if 2 * below == total:
+            return (v + pairs[i + 1][0]) / 2
+    return pairs[-1][0]
 
 
 def load(path):
@@ -34,8 +47,8 @@ for d in sys.argv[1:]:
     print("topology variant size: entries (summaries) | calibrated | daemons' median, error | iteration p50, error | mean, error | fraction")
     for key in sorted(preds):
         ps = preds[key]
-        cal = statistics.median(p.get("calibrated_us") or p["predicted_us"] for p in ps)
-        seen = statistics.median(p["measured_us"] for p in ps)
+        cal = wmedian((p.get("calibrated_us") or p["predicted_us"], int(p.get("quiet_phases") or 1)) for p in ps)
+        seen = wmedian((p["measured_us"], int(p.get("quiet_phases") or 1)) for p in ps)
         summaries = sum(1 for p in ps if p.get("quiet_phases"))
         line = f"{key[0]} {key[1]} {key[2]}: {len(ps)} ({summaries}) | {cal:.0f} us | {seen:.0f} us, {(cal - seen) / seen * 100:+.0f} %"
         if key in runs:

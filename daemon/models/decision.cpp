@@ -66,8 +66,11 @@ Decision decide(const PhaseShape &phase, const BottleneckShape &bottleneck, cons
 	const double unpaced_rate = bottleneck.sender_link_bps > 0 ? bottleneck.sender_link_bps : kUnboundedRate;
 	const bool unpaced_loss = has_bottleneck && overflows(C, q, m, flows, unpaced_rate);
 
-	// The model's rate; the configured minimum wins even where it re-admits the loss.
-	const double bound = has_bottleneck ? shared_max_rate_bps(C, q, m, flows) : kUnboundedRate;
+	// The model's rate; the configured minimum wins even where it re-admits the loss. The bound
+	// plans half of q: the phases of a collective follow each other, and a paced phase ends
+	// with its planned fill still queued while the next one starts to fill the queue again
+	// (Documentation/models.md, "Back-to-back phases"). The loss verdicts take all of q.
+	const double bound = has_bottleneck ? shared_max_rate_bps(C, q / 2, m, flows) : kUnboundedRate;
 	const bool paces = std::isfinite(bound);
 	const double rate = paces ? std::max(bound, bounds.min_rate_bps) : 0.0;
 	const bool paced_loss = paces ? overflows(C, q, m, flows, rate) : unpaced_loss;

@@ -154,8 +154,9 @@ std::unique_ptr<ModelPlanner> model_planner(const Config &config)
 }
 
 // Shared rate bound (Ooi et al., generalised to k senders, models.md): n = k f connections of
-// m bytes each into C with the planned share of the queue q' = floor(q * queue_share) packets:
-// S = C' m / (n m - q' MTU), where C' = C / (1 + a) leaves room for the ACKs of the data going
+// m bytes each into C with the planned share of the queue q' = floor(q * queue_share) packets,
+// half of it for one phase (the previous one's fill may still be queued, models.md):
+// S = C' m / (n m - q' MTU / 2), where C' = C / (1 + a) leaves room for the ACKs of the data going
 // the other way (all-to-all sends both ways): a = o / (2 (mss + o)), one ACK of o wire bytes
 // per two segments of mss + o (o = frame_overhead).
 TEST(ModelPlanner, LinearAlltoallIsPacedAtTheSharedRateBound)
@@ -170,7 +171,7 @@ TEST(ModelPlanner, LinearAlltoallIsPacedAtTheSharedRateBound)
 	const double o = static_cast<double>(config.frame_overhead);
 	const double a = o / (2.0 * (config.mtu - 52.0 + o));
 	EXPECT_NEAR(a, 90.0 / 3076.0, 1e-12) << "1500-byte Ethernet, the default overhead of 90";
-	const double bound = 200e6 / (1.0 + a) * m / (n * m - q);
+	const double bound = 200e6 / (1.0 + a) * m / (n * m - q / 2);
 	for (size_t i = 0; i < peers.size(); ++i) // the same side too: see the next test
 		EXPECT_NEAR(static_cast<double>(plan.rate_bps[i]), bound, 1.0) << "rank " << peers[i].rank;
 	EXPECT_GT(plan.predicted_us, 8e6 * n * m / 200e6) << "at least the time the link needs";

@@ -65,15 +65,16 @@ TEST(Decision, BurstThatFitsNeedsNothing)
 }
 
 // A large burst (4 senders x 3 connections x 256 KiB) overflows the queue (E_q = 1): pacing at
-// S = C m / (n m - q) removes the loss and wins over both the stock RTO and the floor; the floor
-// on top only adds its running cost while no paced phase of the key has stalled.
+// S = C m / (n m - q/2) (half of q: the previous phase's planned fill may still be queued)
+// removes the loss and wins over both the stock RTO and the floor; the floor on top only adds
+// its running cost while no paced phase of the key has stalled.
 TEST(Decision, LargeBurstIsPaced)
 {
 	const double m = 262144;
 	const Decision d = decide(phase(4, 3, m), bottleneck(), test::path_table(), kRto, bounds());
 	EXPECT_EQ(d.best, PlanKind::Pace) << d.explanation;
 	const PlanPrediction &pace = d.prediction(PlanKind::Pace);
-	EXPECT_DOUBLE_EQ(pace.rate_bps, shared_max_rate_bps(kC, 60000, m, 12));
+	EXPECT_DOUBLE_EQ(pace.rate_bps, shared_max_rate_bps(kC, 60000 / 2, m, 12));
 	EXPECT_FALSE(pace.loss_expected);
 	EXPECT_TRUE(d.prediction(PlanKind::Nothing).loss_expected);
 	// The paced phase is bottleneck-bound: 8 n m / C + L; with the floor, that times 1 + k.

@@ -259,6 +259,16 @@ TEST(ModelPlanner, NoBottleneckCrossedMeansNothing)
 	EXPECT_EQ(plan.predicted_us, 0);
 }
 
+// What the planner says of itself in `gapctl daemon show`.
+std::string described(const Planner &planner)
+{
+	JsonWriter json;
+	json.begin_object();
+	planner.describe(json);
+	json.end_object();
+	return json.str();
+}
+
 // Calibration: measured / predicted per (kind, size class, P) becomes the correction factor
 // (the median of the last nine ratios, clamped) that scales the next prediction.
 TEST(ModelPlanner, PhaseEndsCalibrateTheNextPrediction)
@@ -274,11 +284,7 @@ TEST(ModelPlanner, PhaseEndsCalibrateTheNextPrediction)
 		planner->observe(phase, first.predicted_us, static_cast<uint64_t>(first.predicted_us * 1.5 * 1000), first);
 	Plan next = planner->plan(phase, peers, config);
 	EXPECT_NEAR(next.calibrated_us / next.predicted_us, 1.5, 1e-6);
-	JsonWriter json;
-	json.begin_object();
-	planner->describe(json);
-	json.end_object();
-	EXPECT_NE(json.str().find("\"samples\":20"), std::string::npos) << json.str();
+	EXPECT_NE(described(*planner).find("\"samples\":20"), std::string::npos) << described(*planner);
 }
 
 // The phases a sender skipped under quiet advice come back as a count and a summed time: one
@@ -292,13 +298,7 @@ TEST(ModelPlanner, QuietSummariesCalibrateWithTheirMean)
 	const hint::Header phase = alltoall(1024, GAPPACE_HINT_ALGORITHM_LINEAR);
 	Plan first = planner->plan(phase, peers, config);
 	ASSERT_GT(first.predicted_us, 0);
-	auto samples = [&] {
-		JsonWriter json;
-		json.begin_object();
-		planner->describe(json);
-		json.end_object();
-		return json.str();
-	};
+	auto samples = [&] { return described(*planner); };
 	planner->observe_quiet(phase, first.predicted_us, 0, 1000000);
 	planner->observe_quiet(phase, first.predicted_us, 10, 0);
 	planner->observe_quiet(phase, 0, 10, 1000000);

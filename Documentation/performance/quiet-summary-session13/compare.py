@@ -7,21 +7,14 @@ what the daemons saw, weighted alike (bench-system's "measured"), and the benchm
 seconds over its iterations: every rank runs them all), with the fraction of C.
     compare.py DIR [DIR...]"""
 import json
+import os
 import statistics
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../tools/bench/system"))
+from report import wmedian  # noqa: E402  the same weighted median as the published tables
 
-def wmedian(pairs):
-    pairs = sorted(pairs)
-    total = sum(w for _, w in pairs)
-    below = 0
-    for i, (v, w) in enumerate(pairs):
-        below += w
-        if 2 * below > total:
-            return v
-        if 2 * below == total:
-            return (v + pairs[i + 1][0]) / 2
-    return pairs[-1][0]
+
 
 
 def load(path):

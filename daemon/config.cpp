@@ -211,7 +211,14 @@ Expected<Config> parse_config(const std::string &text, const std::string &source
 	}
 
 	if (const toml::table *t = section(check, root, "pacing")) {
-		check.only_keys(*t, "pacing", {"queue_packets", "mtu", "min_rate", "frame_overhead", "pace_local_peers"});
+		check.only_keys(*t, "pacing",
+				{"queue_packets", "mtu", "min_rate", "frame_overhead", "pace_local_peers", "pacer"});
+		if (auto v = check.get<std::string>(*t, "pacing", "pacer", "a string")) {
+			if (*v == "socket" || *v == "host")
+				config.host_shaper = *v == "host";
+			else
+				check.fail(t->get("pacer")->source(), "pacing.pacer", "must be \"socket\" or \"host\"");
+		}
 		if (auto v = check.ranged(*t, "pacing", "frame_overhead", parse_count, "90", 0, 1000, "0 .. 1000"))
 			config.frame_overhead = static_cast<uint32_t>(*v);
 		if (auto v = check.ranged(*t, "pacing", "queue_packets", parse_count, "40", 1, 1 << 20, "1 .. 1048576"))

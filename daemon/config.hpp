@@ -71,6 +71,11 @@ struct Config {
 	// bottleneck too, at the crossing ones' rate (Documentation/models.md, "Connections that
 	// cross no bottleneck").
 	bool pace_local_peers = true;
+	// [pacing] pacer: how the stock backend paces the connections that share a bottleneck.
+	// "socket" (false): each by itself (SO_MAX_PACING_RATE). "host" (true): all of a device's
+	// through one token bucket, a qdisc the daemon installs on that device while it paces and
+	// removes afterwards; it only replaces the kernel's default qdisc (daemon/stock/shaper.cpp).
+	bool host_shaper = false;
 
 	// [planner]
 	std::string planner = "models";		// "models" (Documentation/models.md) or "default"

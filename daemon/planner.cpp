@@ -206,7 +206,8 @@ Plan DefaultPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer
 			reason += b.name + ": " + std::to_string(c.peers.size()) + " peers, k=" + std::to_string(c.senders) +
 				  " f=" + std::to_string(c.fanout) + " -> " + format_rate(rate) + " per connection; ";
 		}
-		reason += local_pacing_text(pace_local_peers(plan, phase, crossing_peers(crossed, peers.size()), config));
+		plan.shares_bottleneck = crossing_peers(crossed, peers.size());
+		reason += local_pacing_text(pace_local_peers(plan, phase, plan.shares_bottleneck, config));
 	}
 
 	if (config.rto) {
@@ -401,6 +402,7 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 		reason += b.name + ": k=" + std::to_string(x.crossing.senders) + " f=" + std::to_string(x.crossing.fanout) +
 			  ", " + d.explanation + "; ";
 	}
+	plan.shares_bottleneck = crossing;
 	reason += local_pacing_text(pace_local_peers(plan, phase, crossing, config));
 	if (checked) {
 		const models::LossCheckState s = *loss_check_.state(key);

@@ -46,6 +46,10 @@ struct PlannedPeer {
 
 struct Plan {
 	std::vector<uint64_t> rate_bps;	// per peer of the phase; 0: not paced
+	// Per peer: its connection crosses a bottleneck, and its rate is its share of it (a host
+	// shaper takes these). A paced peer without it only keeps pace (pace_local_peers). Empty:
+	// every paced peer shares a bottleneck.
+	std::vector<bool> shares_bottleneck;
 	uint32_t rto_min_us = 0;	// 0: RTO left alone
 	std::string reason;		// one line for the log and `gapctl daemon show`
 	double predicted_us = 0;	// the models' phase time for the chosen plan (0: no prediction)

@@ -1,8 +1,10 @@
 // The stock backend: SO_MAX_PACING_RATE on the sender's sockets and per-peer host routes with
 // a locked rto_min and quickack, through gp::stock (daemon/stock), which records every change
-// in the state file before making it.
+// in the state file before making it. With [pacing] pacer = "host", the connections that share
+// a bottleneck are steered into one token bucket per device instead (daemon/stock/shaper.cpp).
 #include <cerrno>
 #include <chrono>
+#include <set>
 
 #include "backend.hpp"
 #include "units.hpp"
@@ -11,12 +13,47 @@ namespace gp::daemon {
 namespace {
 
 constexpr auto kRemovedRecordsKept = std::chrono::seconds(1);
+// A host shaper nobody has used for this long is removed: the device gets its default qdisc
+// back between collectives, not between the phases of one.
+constexpr auto kIdleShaperKept = std::chrono::seconds(2);
+// How long a peer's outgoing device is taken from the route lookup before it is looked up again.
+constexpr auto kDeviceLookupKept = std::chrono::seconds(10);
+// What the token bucket counts of a full segment beyond its payload: Ethernet, IPv4 and TCP
+// headers with timestamps (skb->len at the device).
+constexpr uint64_t kBucketHeaderBytes = 14 + 20 + 32;
+
+// The bucket's rate for a connection planned at `wire_bps` on the bottleneck. The bucket
+// counts mss + headers per segment where the bottleneck carries mss + frame_overhead, and the
+// host's side of the bottleneck also carries the ACKs of what it receives, which pass the
+// bucket: in a symmetric exchange one frame_overhead-sized ACK per segment at most.
+uint64_t bucket_bytes_per_second(uint64_t wire_bps, const Config &config)
+{
+	const double mss = config.mtu > 52 ? config.mtu - 52 : 536;
+	const double fo = config.frame_overhead;
+	return std::max<uint64_t>(1, static_cast<uint64_t>(static_cast<double>(wire_bps) / 8 * (mss + kBucketHeaderBytes) /
+							   (mss + 2 * fo)));
+}
 
 struct SharedPacing {
 	pid_t pid = 0;
 	uint64_t inode = 0;
 	int holders = 0;
 	uint64_t rate_bps = 0;
+};
+
+// A socket steered into its device's shaper; `bytes_per_second` is what it adds to the bucket.
+struct SharedSteer {
+	pid_t pid = 0;
+	uint64_t inode = 0;
+	int holders = 0;
+	uint32_t ifindex = 0;
+	uint64_t bytes_per_second = 0;
+};
+
+struct DeviceShaper {
+	uint64_t bytes_per_second = 0; // the sum over the sockets steered into it now
+	int sockets = 0;
+	std::chrono::steady_clock::time_point idle_since{};
 };
 
 struct SharedRoute {
@@ -35,40 +72,14 @@ public:
 
 	void apply(const ApplyRequest &r, Applied &applied, std::vector<std::string> &errors) override
 	{
-		for (const TargetSocket &t : r.sockets) {
-			const uint64_t wire_rate = r.plan->rate_bps[t.peer];
-			if (!wire_rate)
-				continue;
-			// Planned rates are what the bottleneck carries; SO_MAX_PACING_RATE counts
-			// payload. A full segment of mss payload bytes takes mss + frame_overhead.
-			const uint64_t mss = r.config->mtu > 52 ? r.config->mtu - 52 : 536;
-			const uint64_t rate = std::max<uint64_t>(
-				8, static_cast<uint64_t>(static_cast<double>(wire_rate) * static_cast<double>(mss) /
-							 static_cast<double>(mss + r.config->frame_overhead)));
-			const std::string key = "pacing " + std::to_string(r.pid) + " " + std::to_string(t.socket.inode);
-			SharedPacing &p = pacing_held_[key];
-			// Overlapping phases on one socket: the slowest cap wins while both run.
-			const uint64_t next = p.holders ? std::min(p.rate_bps, rate) : rate;
-			if (p.holders && next == p.rate_bps) { // held already at this rate: no syscalls
-				++p.holders;
-				applied.keys.push_back(key);
-				++applied.paced;
-				continue;
-			}
-			if (auto done = pacing_.apply(r.pid, t.socket.inode, next, t.fd_in_process); !done) {
-				errors.push_back("pace " + format_endpoint(t.socket.local) + "->" + format_endpoint(t.socket.remote) +
-						 ": " + done.error().message);
-				if (!p.holders)
-					pacing_held_.erase(key);
-				continue;
-			}
-			p.pid = r.pid;
-			p.inode = t.socket.inode;
-			p.rate_bps = next;
-			++p.holders;
-			applied.keys.push_back(key);
-			++applied.paced;
-		}
+		std::vector<const TargetSocket *> by_socket;
+		if (r.config->host_shaper)
+			steer(r, applied, errors, by_socket);
+		else
+			for (const TargetSocket &t : r.sockets)
+				by_socket.push_back(&t);
+		for (const TargetSocket *t : by_socket)
+			pace(r, *t, applied, errors);
 		if (!r.plan->rto_min_us)
 			return;
 		// One route per peer host that the sender really has a connection to.
@@ -99,12 +110,27 @@ public:
 
 	void revert(Applied &applied, std::vector<std::string> &errors) override
 	{
+		std::set<uint32_t> lowered;
 		for (const std::string &key : applied.keys) {
-			if (key.starts_with("pacing ")) {
+			if (key.starts_with("steered ")) {
+				auto it = steered_.find(key);
+				if (it == steered_.end() || --it->second.holders > 0)
+					continue;
+				if (auto done = pacing_.unsteer(it->second.pid, it->second.inode); !done && done.error().err != ENOENT)
+					errors.push_back(key + ": " + done.error().message);
+				DeviceShaper &device = devices_[it->second.ifindex];
+				device.bytes_per_second -= std::min(device.bytes_per_second, it->second.bytes_per_second);
+				if (--device.sockets <= 0) {
+					device = DeviceShaper{0, 0, std::chrono::steady_clock::now()};
+				} else {
+					lowered.insert(it->second.ifindex);
+				}
+				steered_.erase(it);
+			} else if (key.starts_with("pacing ")) {
 				auto it = pacing_held_.find(key);
 				if (it == pacing_held_.end() || --it->second.holders > 0)
 					continue;
-				if (auto done = pacing_.revert(it->second.pid, it->second.inode); !done && done.error().err != ENOENT)
+				if (auto done = pacing_.revert_rate(it->second.pid, it->second.inode); !done && done.error().err != ENOENT)
 					errors.push_back(key + ": " + done.error().message);
 				pacing_held_.erase(it);
 			} else {
@@ -116,6 +142,12 @@ public:
 				routes_held_.erase(it);
 			}
 		}
+		// Sockets still steered into a device whose others left: its bucket shrinks to their
+		// sum. A device left empty keeps its rate: nothing goes through it until the next phase,
+		// which most often sets the same one.
+		for (uint32_t ifindex : lowered)
+			if (auto done = shaper_.set(ifindex, bucket(devices_[ifindex].bytes_per_second)); !done)
+				errors.push_back("shaper: " + done.error().message);
 		applied = {};
 	}
 
@@ -123,6 +155,10 @@ public:
 	{
 		if (auto done = pacing_.revert_all(); !done)
 			errors.push_back("pacing: " + done.error().message);
+		if (auto done = shaper_.remove_all(); !done)
+			errors.push_back("shaper: " + done.error().message);
+		steered_.clear();
+		devices_.clear();
 		if (auto done = routes_.revert_all(); !done)
 			errors.push_back("routes: " + done.error().message);
 		pacing_held_.clear();
@@ -137,6 +173,16 @@ public:
 		// connection (an MPI loop) puts them back without a write on its critical path.
 		if (auto done = store_.flush_older_than(kRemovedRecordsKept); !done)
 			errors.push_back("state file: " + done.error().message);
+		const auto now = std::chrono::steady_clock::now();
+		for (auto it = devices_.begin(); it != devices_.end();) {
+			if (it->second.sockets > 0 || now - it->second.idle_since < kIdleShaperKept) {
+				++it;
+				continue;
+			}
+			if (auto done = shaper_.remove(it->first); !done && done.error().err != ENOENT)
+				errors.push_back("shaper: " + done.error().message);
+			it = devices_.erase(it);
+		}
 	}
 
 	std::map<std::string, std::string> live() const override
@@ -144,6 +190,13 @@ public:
 		std::map<std::string, std::string> out;
 		for (const auto &[key, p] : pacing_held_)
 			out[key] = format_rate(p.rate_bps) + ", " + std::to_string(p.holders) + " phase(s)";
+		for (const auto &[key, st] : steered_)
+			out[key] = "shaper of device " + std::to_string(st.ifindex) + ", " + format_rate(st.bytes_per_second * 8) +
+				   " of its bucket, " + std::to_string(st.holders) + " phase(s)";
+		for (const auto &[ifindex, settings] : shaper_.installed())
+			out["shaper " + std::to_string(ifindex)] =
+				"bucket " + format_rate(settings.bytes_per_second * 8) + " (frames without preamble), " +
+				std::to_string(devices_.count(ifindex) ? devices_.at(ifindex).sockets : 0) + " socket(s)";
 		for (const auto &[key, r] : routes_held_)
 			out[key] = "rto_min " + std::to_string(r.rto_min_ms) + " ms lock, quickack 1, " +
 				   std::to_string(r.holders) + " phase(s)";
@@ -151,11 +204,145 @@ public:
 	}
 
 private:
+	// One socket's own cap (SO_MAX_PACING_RATE), shared by the phases that hold it.
+	void pace(const ApplyRequest &r, const TargetSocket &t, Applied &applied, std::vector<std::string> &errors)
+	{
+		const uint64_t wire_rate = r.plan->rate_bps[t.peer];
+		if (!wire_rate)
+			return;
+		// Planned rates are what the bottleneck carries; SO_MAX_PACING_RATE counts
+		// payload. A full segment of mss payload bytes takes mss + frame_overhead.
+		const uint64_t mss = r.config->mtu > 52 ? r.config->mtu - 52 : 536;
+		const uint64_t rate = std::max<uint64_t>(
+			8, static_cast<uint64_t>(static_cast<double>(wire_rate) * static_cast<double>(mss) /
+						 static_cast<double>(mss + r.config->frame_overhead)));
+		const std::string key = "pacing " + std::to_string(r.pid) + " " + std::to_string(t.socket.inode);
+		SharedPacing &p = pacing_held_[key];
+		// Overlapping phases on one socket: the slowest cap wins while both run.
+		const uint64_t next = p.holders ? std::min(p.rate_bps, rate) : rate;
+		if (p.holders && next == p.rate_bps) { // held already at this rate: no syscalls
+			++p.holders;
+			applied.keys.push_back(key);
+			++applied.paced;
+			return;
+		}
+		if (auto done = pacing_.apply(r.pid, t.socket.inode, next, t.fd_in_process); !done) {
+			errors.push_back("pace " + format_endpoint(t.socket.local) + "->" + format_endpoint(t.socket.remote) +
+					 ": " + done.error().message);
+			if (!p.holders)
+				pacing_held_.erase(key);
+			return;
+		}
+		p.pid = r.pid;
+		p.inode = t.socket.inode;
+		p.rate_bps = next;
+		++p.holders;
+		applied.keys.push_back(key);
+		++applied.paced;
+	}
+
+	// The paced sockets that share a bottleneck go into their device's shaper: its bucket is
+	// set to the sum of their rates first (installed if need be), then they are steered. What
+	// cannot be steered (no route, a qdisc somebody configured, a failed call) is left in
+	// `by_socket`, to be paced by its own cap.
+	void steer(const ApplyRequest &r, Applied &applied, std::vector<std::string> &errors,
+		   std::vector<const TargetSocket *> &by_socket)
+	{
+		struct Joining {
+			const TargetSocket *socket;
+			std::string key;
+			uint32_t ifindex;
+			uint64_t bytes_per_second;
+		};
+		mtu_ = r.config->mtu;
+		std::vector<Joining> joining;
+		std::map<uint32_t, uint64_t> added; // per device
+		for (const TargetSocket &t : r.sockets) {
+			const uint64_t wire_rate = r.plan->rate_bps[t.peer];
+			const bool shares = r.plan->shares_bottleneck.empty() ||
+					    (t.peer < r.plan->shares_bottleneck.size() && r.plan->shares_bottleneck[t.peer]);
+			if (!wire_rate || !shares) {
+				by_socket.push_back(&t);
+				continue;
+			}
+			const std::string key = "steered " + std::to_string(r.pid) + " " + std::to_string(t.socket.inode);
+			if (auto held = steered_.find(key); held != steered_.end()) { // an overlapping phase steered it
+				++held->second.holders;
+				applied.keys.push_back(key);
+				++applied.paced;
+				continue;
+			}
+			auto ifindex = device_towards(t.socket.remote);
+			if (!ifindex) {
+				errors.push_back("shaper: " + ifindex.error().message + "; paced by its own cap");
+				by_socket.push_back(&t);
+				continue;
+			}
+			const uint64_t bytes = bucket_bytes_per_second(wire_rate, *r.config);
+			joining.push_back({&t, key, *ifindex, bytes});
+			added[*ifindex] += bytes;
+		}
+		std::set<uint32_t> refused;
+		for (const auto &[ifindex, bytes] : added) {
+			if (auto done = shaper_.set(ifindex, bucket(devices_[ifindex].bytes_per_second + bytes)); !done) {
+				errors.push_back("shaper: " + done.error().message + "; its sockets paced by their own caps");
+				refused.insert(ifindex);
+			}
+		}
+		for (const Joining &j : joining) {
+			if (refused.count(j.ifindex)) {
+				by_socket.push_back(j.socket);
+				continue;
+			}
+			if (auto done = pacing_.steer(r.pid, j.socket->socket.inode, stock::kShaperSteering, j.socket->fd_in_process);
+			    !done) {
+				errors.push_back("steer " + format_endpoint(j.socket->socket.local) + "->" +
+						 format_endpoint(j.socket->socket.remote) + ": " + done.error().message);
+				continue; // its share stays in the bucket until the device's next change
+			}
+			DeviceShaper &device = devices_[j.ifindex];
+			device.bytes_per_second += j.bytes_per_second;
+			++device.sockets;
+			steered_[j.key] = SharedSteer{r.pid, j.socket->socket.inode, 1, j.ifindex, j.bytes_per_second};
+			applied.keys.push_back(j.key);
+			++applied.paced;
+		}
+	}
+
+	stock::ShaperSettings bucket(uint64_t bytes_per_second) const
+	{
+		// One frame at most at once: every host of a bottleneck may send its burst together.
+		return stock::ShaperSettings{std::max<uint64_t>(bytes_per_second, 1), mtu_ + 100};
+	}
+
+	// The device the kernel sends to `peer` through, from the route lookup, kept a while.
+	Expected<uint32_t> device_towards(const Endpoint &peer)
+	{
+		const std::string name = format_endpoint(Endpoint{peer.family, peer.address, 0});
+		const auto now = std::chrono::steady_clock::now();
+		if (auto it = devices_towards_.find(name); it != devices_towards_.end() && now - it->second.second < kDeviceLookupKept)
+			return it->second.first;
+		auto route = stock::lookup_route(peer);
+		if (!route)
+			return route.error();
+		if (!route->oif)
+			return make_error(ENODEV, "no device towards " + name);
+		if (devices_towards_.size() > 4096)
+			devices_towards_.clear();
+		devices_towards_[name] = {route->oif, now};
+		return route->oif;
+	}
+
 	stock::StateStore store_;
 	stock::PacingActuator pacing_;
 	stock::RouteActuator routes_;
+	stock::ShaperActuator shaper_;
+	uint32_t mtu_ = 1500;
 	std::map<std::string, SharedPacing> pacing_held_;
 	std::map<std::string, SharedRoute> routes_held_;
+	std::map<std::string, SharedSteer> steered_;
+	std::map<uint32_t, DeviceShaper> devices_;
+	std::map<std::string, std::pair<uint32_t, std::chrono::steady_clock::time_point>> devices_towards_;
 };
 
 } // namespace
@@ -174,6 +361,11 @@ Expected<std::unique_ptr<Backend>> make_stock_backend(const std::string &state_f
 	// Routes of ours that no state file knows (a state file lost with its daemon).
 	if (auto purged = stock::purge_routes(); purged && *purged)
 		log.push_back("deleted " + std::to_string(*purged) + " stray gappace routes");
+	// Shapers need no record: our handle on a device's root says whose it is.
+	if (auto purged = stock::purge_shapers(); !purged)
+		log.push_back("could not look for a previous daemon's shapers: " + purged.error().message);
+	else if (*purged)
+		log.push_back("removed " + std::to_string(*purged) + " shaper(s) a previous daemon left");
 	auto store = stock::StateStore::create(state_file);
 	if (!store)
 		return store.error();

@@ -72,6 +72,18 @@ Expected<std::optional<UniqueFd>> try_fd(int pidfd, int fd, pid_t pid, uint64_t 
 	return std::optional<UniqueFd>(std::move(duplicate));
 }
 
+// What a record says the socket had before us: its rate, and its priority if we steered it.
+Expected<void> restore_socket(int socket, const PacingRecord &record)
+{
+	if (record.original_priority) {
+		if (auto set = set_priority(socket, *record.original_priority); !set)
+			return set.error();
+	}
+	if (!record.applied_bytes_per_second && record.original_priority)
+		return {}; // only steered: the rate is the socket's own
+	return set_max_pacing_rate(socket, record.original_bytes_per_second);
+}
+
 // The original rate of a record, put back on its socket.
 Expected<detail::Undone> put_back(const PacingRecord &record)
 {
@@ -81,8 +93,7 @@ Expected<detail::Undone> put_back(const PacingRecord &record)
 			return detail::Undone::gone;
 		return borrowed.error();
 	}
-	auto set = set_max_pacing_rate(borrowed->socket.get(), record.original_bytes_per_second);
-	if (!set)
+	if (auto set = restore_socket(borrowed->socket.get(), record); !set)
 		return detail::with_context(set.error(), socket_name(record.pid, record.inode));
 	return detail::Undone::reverted;
 }
@@ -223,6 +234,17 @@ Expected<void> PacingActuator::apply(pid_t pid, uint64_t inode, uint64_t bits_pe
 	auto bytes_per_second = pacing_bytes_per_second(bits_per_second);
 	if (!bytes_per_second)
 		return bytes_per_second.error();
+	return change(pid, inode, fd_hint, *bytes_per_second, std::nullopt);
+}
+
+Expected<void> PacingActuator::steer(pid_t pid, uint64_t inode, uint32_t priority, int fd_hint)
+{
+	return change(pid, inode, fd_hint, std::nullopt, priority);
+}
+
+Expected<void> PacingActuator::change(pid_t pid, uint64_t inode, int fd_hint, std::optional<uint64_t> bytes_per_second,
+				      std::optional<uint32_t> priority)
+{
 	if (inode == 0)
 		return make_error(EINVAL, "invalid socket inode 0");
 	auto handle = process(pid);
@@ -236,6 +258,7 @@ Expected<void> PacingActuator::apply(pid_t pid, uint64_t inode, uint64_t bits_pe
 			processes_.erase(pid);
 		return borrowed.error();
 	}
+	const int socket = borrowed->socket.get();
 
 	PacingRecord record;
 	std::optional<PacingRecord> previous;
@@ -243,7 +266,7 @@ Expected<void> PacingActuator::apply(pid_t pid, uint64_t inode, uint64_t bits_pe
 		previous = *existing;
 		record = *existing;
 	} else {
-		auto original = get_max_pacing_rate(borrowed->socket.get());
+		auto original = get_max_pacing_rate(socket);
 		if (!original)
 			return detail::with_context(original.error(), socket_name(pid, inode));
 		record.pid = pid;
@@ -251,18 +274,26 @@ Expected<void> PacingActuator::apply(pid_t pid, uint64_t inode, uint64_t bits_pe
 		record.inode = inode;
 		record.original_bytes_per_second = *original;
 	}
+	if (priority && !record.original_priority) {
+		auto original = get_priority(socket);
+		if (!original)
+			return detail::with_context(original.error(), socket_name(pid, inode));
+		record.original_priority = *original;
+	}
 	record.fd = borrowed->fd_in_process;
-	record.applied_bytes_per_second = *bytes_per_second;
+	if (bytes_per_second)
+		record.applied_bytes_per_second = *bytes_per_second;
 
 	// On disk before the socket changes: a crash after this line leaves a record to undo. A
 	// socket we hold a record of already only changes its cap, which restoring ignores.
-	if (previous && previous->fd == record.fd) {
+	if (previous && previous->fd == record.fd && previous->original_priority == record.original_priority) {
 		store_.update(record);
 	} else if (auto saved = store_.put(record); !saved) {
 		return saved.error();
 	}
-	if (auto set = set_max_pacing_rate(borrowed->socket.get(), *bytes_per_second); !set) {
-		// The socket kept its rate: the record must say what is true again.
+	auto set = bytes_per_second ? set_max_pacing_rate(socket, *bytes_per_second) : set_priority(socket, *priority);
+	if (!set) {
+		// The socket kept its setting: the record must say what is true again.
 		if (previous)
 			store_.update(*previous);
 		else
@@ -274,6 +305,21 @@ Expected<void> PacingActuator::apply(pid_t pid, uint64_t inode, uint64_t bits_pe
 
 Expected<void> PacingActuator::revert(pid_t pid, uint64_t inode)
 {
+	return undo(pid, inode, true, true);
+}
+
+Expected<void> PacingActuator::revert_rate(pid_t pid, uint64_t inode)
+{
+	return undo(pid, inode, true, false);
+}
+
+Expected<void> PacingActuator::unsteer(pid_t pid, uint64_t inode)
+{
+	return undo(pid, inode, false, true);
+}
+
+Expected<void> PacingActuator::undo(pid_t pid, uint64_t inode, bool rate, bool priority)
+{
 	const PacingRecord *found = nullptr;
 	for (const PacingRecord &record : store_.state().pacing) {
 		if (record.pid == pid && record.inode == inode)
@@ -282,24 +328,43 @@ Expected<void> PacingActuator::revert(pid_t pid, uint64_t inode)
 	if (!found)
 		return make_error(ENOENT, "no pacing was applied to " + socket_name(pid, inode));
 	const PacingRecord record = *found;
+	const bool capped = record.applied_bytes_per_second != 0, steered = record.original_priority.has_value();
+	const bool undo_rate = rate && capped, undo_priority = priority && steered;
+	// The other setting stays applied: only the asked one goes back, and the record stays.
+	const bool keeps = (capped && !undo_rate) || (steered && !undo_priority);
+	if (keeps && !undo_rate && !undo_priority)
+		return {};
+	auto restore = [&](int socket) -> Expected<void> {
+		if (!keeps)
+			return restore_socket(socket, record);
+		if (undo_priority)
+			return set_priority(socket, *record.original_priority);
+		return set_max_pacing_rate(socket, record.original_bytes_per_second);
+	};
 	Expected<detail::Undone> undone = detail::Undone::gone;
 	auto handle = processes_.find(pid);
-	if (handle != processes_.end() && handle->second.start_time == record.start_time) {
-		auto borrowed = borrow_socket(handle->second.pidfd.get(), pid, inode, record.fd);
-		if (borrowed) {
-			auto set = set_max_pacing_rate(borrowed->socket.get(), record.original_bytes_per_second);
-			if (!set)
-				undone = detail::with_context(set.error(), socket_name(pid, inode));
-			else
-				undone = detail::Undone::reverted;
-		} else if (borrowed.error().err != ESRCH && borrowed.error().err != ENOENT) {
-			undone = borrowed.error();
-		}
-	} else {
-		undone = put_back(record);
+	Expected<BorrowedSocket> borrowed =
+		handle != processes_.end() && handle->second.start_time == record.start_time
+			? borrow_socket(handle->second.pidfd.get(), pid, inode, record.fd)
+			: duplicate_process_socket(pid, inode, record.start_time, record.fd);
+	if (borrowed) {
+		if (auto set = restore(borrowed->socket.get()); !set)
+			undone = detail::with_context(set.error(), socket_name(pid, inode));
+		else
+			undone = detail::Undone::reverted;
+	} else if (borrowed.error().err != ESRCH && borrowed.error().err != ENOENT) {
+		undone = borrowed.error();
 	}
 	if (!undone)
 		return undone.error();
+	if (keeps && *undone == detail::Undone::reverted) {
+		PacingRecord rest = record;
+		if (undo_rate)
+			rest.applied_bytes_per_second = 0;
+		if (undo_priority)
+			rest.original_priority.reset();
+		return store_.put(rest);
+	}
 	auto erased = store_.erase_pacing(record.pid, record.start_time, record.inode);
 	if (std::none_of(store_.state().pacing.begin(), store_.state().pacing.end(),
 			 [&](const PacingRecord &r) { return r.pid == pid; }))

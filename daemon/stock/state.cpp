@@ -142,6 +142,11 @@ Expected<PacingRecord> parse_pacing(const json &item, size_t index)
 		fd = ~uint64_t{0};
 	take(fields.unsigned_number("original_bytes_per_second"), record.original_bytes_per_second, error);
 	take(fields.unsigned_number("applied_bytes_per_second"), record.applied_bytes_per_second, error);
+	if (item.contains("original_priority")) { // only for sockets steered into a host shaper
+		uint64_t priority = 0;
+		if (take(fields.unsigned_number("original_priority", UINT32_MAX), priority, error))
+			record.original_priority = static_cast<uint32_t>(priority);
+	}
 	if (error)
 		return *error;
 	if (pid == 0)
@@ -233,6 +238,8 @@ std::string serialize_state(const StockState &state)
 			out.field("fd", static_cast<uint64_t>(pacing.fd));
 		out.field("original_bytes_per_second", pacing.original_bytes_per_second);
 		out.field("applied_bytes_per_second", pacing.applied_bytes_per_second);
+		if (pacing.original_priority)
+			out.field("original_priority", static_cast<uint64_t>(*pacing.original_priority));
 		out.end_object();
 	}
 	out.end_array();
@@ -412,7 +419,8 @@ void put_record(std::vector<Record> &records, const Record &record, SameKey same
 bool restores_alike(const PacingRecord &a, const PacingRecord &b)
 {
 	return a.pid == b.pid && a.start_time == b.start_time && a.inode == b.inode && a.fd == b.fd &&
-	       a.original_bytes_per_second == b.original_bytes_per_second;
+	       a.original_bytes_per_second == b.original_bytes_per_second && a.original_priority == b.original_priority &&
+	       (a.applied_bytes_per_second == 0) == (b.applied_bytes_per_second == 0);
 }
 
 } // namespace

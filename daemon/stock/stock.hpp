@@ -5,6 +5,9 @@
 //              pidfd_getfd(). TCP paces internally once the option is set (no fq qdisc needed).
 //   * RTO      a host route to the peer with the same nexthop as the route in use, plus the
 //              locked metric rto_min and quickack 1, marked with our route protocol.
+//   * shaper   instead of a socket's own pacing: one token bucket per device that every
+//              socket steered into it (SO_PRIORITY) shares, so that a host never sends more
+//              than its share of a bottleneck, not even when all its flows start at once.
 //
 // Every change is written to a state file before it is made, so that a daemon that was
 // killed can revert everything it left behind (restore_from_state) when it starts again.
@@ -82,7 +85,9 @@ struct PacingRecord {
 	uint64_t inode = 0;
 	int fd = -1;				// -1: no hint
 	uint64_t original_bytes_per_second = 0; // SO_MAX_PACING_RATE before us (~0 = unlimited)
-	uint64_t applied_bytes_per_second = 0;
+	uint64_t applied_bytes_per_second = 0;	// 0: we left the rate alone (steered only)
+	// SO_PRIORITY before we steered the socket into a host shaper; nullopt: never steered.
+	std::optional<uint32_t> original_priority;
 	bool operator==(const PacingRecord &) const = default;
 };
 
@@ -211,13 +216,25 @@ public:
 	// `fd_hint`: the fd the process holds it under, if the caller knows (saves a scan of
 	// /proc/PID/fd; checked like any other candidate).
 	Expected<void> apply(pid_t pid, uint64_t inode, uint64_t bits_per_second, int fd_hint = -1);
-	// Puts the original rate back. A socket or process that is gone counts as reverted.
-	// ENOENT if we never applied anything to that socket.
+	// Steers the socket into a host shaper: SO_PRIORITY = `priority` (kShaperSteering). The
+	// first change to a socket records its current priority as the original.
+	Expected<void> steer(pid_t pid, uint64_t inode, uint32_t priority, int fd_hint = -1);
+	// Puts the original rate (and priority, if steered) back. A socket or process that is
+	// gone counts as reverted. ENOENT if we never applied anything to that socket.
 	Expected<void> revert(pid_t pid, uint64_t inode);
+	// Half of revert(), for a socket both capped and steered (by overlapping phases): the
+	// original rate, or the original priority, goes back and the other setting stays.
+	Expected<void> revert_rate(pid_t pid, uint64_t inode);
+	Expected<void> unsteer(pid_t pid, uint64_t inode);
 	// Reverts every socket; tries them all and returns the first failure.
 	Expected<void> revert_all();
 
 private:
+	Expected<void> undo(pid_t pid, uint64_t inode, bool rate, bool priority);
+	// Records the socket's original settings (first change only), then makes the change.
+	Expected<void> change(pid_t pid, uint64_t inode, int fd_hint, std::optional<uint64_t> bytes_per_second,
+			      std::optional<uint32_t> priority);
+
 	// An open pidfd per process we change sockets of, with the start time checked when it
 	// was opened: a pidfd keeps naming that process, so later changes need neither a new
 	// pidfd nor /proc reads. Dropped when the process is gone.
@@ -232,6 +249,68 @@ private:
 	StateStore &store_;
 	std::map<pid_t, ProcessHandle> processes_;
 };
+
+// SO_PRIORITY of a socket.
+Expected<uint32_t> get_priority(int socket_fd);
+Expected<void> set_priority(int socket_fd, uint32_t priority);
+
+// ------------------------------------------------------------------ host shaper
+//
+// Per device, one htb root with our handle (6761:) and this tree:
+//
+//   6761:1  inner class; a socket whose SO_PRIORITY is 6761:1 lands here, and its filters sort
+//     |      the packets: IPv4 total / IPv6 payload length below 128 bytes (pure ACKs) to :3,
+//     |      everything else to :2
+//     +-- 6761:2  leaf, its qdisc a tbf (6762:) at the shaped rate: the steered sockets' data
+//     +-- 6761:3  leaf, unshaped: their ACKs, which a shaper would hold behind data
+//
+// Everything else the device sends goes to htb's direct queue, unshaped (default class 0).
+// htb classifies by skb->priority before any filter, and a priority naming an inner class
+// starts at that class's filters. The htb classes themselves never limit (their rates are
+// far above any link): htb's own rate limiting lets bursts through that a tbf does not
+// (Documentation/performance/host-shaper-session14).
+inline constexpr uint32_t kShaperHandle = 0x67610000;	    // 6761:
+inline constexpr uint32_t kShaperSteering = 0x67610001;	    // 6761:1, the SO_PRIORITY of steered sockets
+inline constexpr uint32_t kShaperBucketHandle = 0x67620000; // 6762:, the tbf under 6761:2
+
+// A device's root qdisc: its kind, and its handle (0 for the kernel's default qdisc).
+struct RootQdisc {
+	std::string kind;
+	uint32_t handle = 0;
+};
+Expected<RootQdisc> root_qdisc(uint32_t ifindex);
+
+// What a shaper does, in the tbf's units: bytes of the packets as the device sends them
+// (skb->len, Ethernet header included), per second, and at most `burst_bytes` at once.
+struct ShaperSettings {
+	uint64_t bytes_per_second = 0;
+	uint32_t burst_bytes = 0; // at least the device's largest frame: bigger ones are dropped
+};
+
+// Installs, changes and removes host shapers. Not thread-safe, like the rest.
+class ShaperActuator {
+public:
+	ShaperActuator() = default;
+	// Sets the shaper of device `ifindex`, installing it first if the device has none. The
+	// device's root qdisc must be the kernel's default (handle 0) or ours: EBUSY, touching
+	// nothing, if someone configured another. EINVAL for a zero rate or burst.
+	Expected<void> set(uint32_t ifindex, const ShaperSettings &settings);
+	// Removes our shaper from the device; the kernel puts its default qdisc back. A shaper
+	// that is gone already counts as removed. ENOENT if we installed none there.
+	Expected<void> remove(uint32_t ifindex);
+	Expected<void> remove_all();
+	// The devices with a shaper of ours, and their settings.
+	const std::map<uint32_t, ShaperSettings> &installed() const { return installed_; }
+
+private:
+	Expected<NetlinkSocket *> netlink();
+	std::optional<NetlinkSocket> netlink_;
+	std::map<uint32_t, ShaperSettings> installed_;
+};
+
+// Removes every shaper of ours (root htb with handle 6761:) in the calling thread's network
+// namespace (crash recovery at daemon start). Returns how many were removed.
+Expected<size_t> purge_shapers();
 
 // ------------------------------------------------------------------ route metrics
 

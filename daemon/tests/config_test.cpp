@@ -120,6 +120,8 @@ INSTANTIATE_TEST_SUITE_P(
 		Bad{"QueueShareTooSmall", "[planner]\nqueue_share = 0.01", "planner.queue_share: must be a number in 0.05 .. 1"},
 		Bad{"QueueShareNotANumber", "[planner]\nqueue_share = \"half\"", "planner.queue_share: must be a number"},
 		Bad{"FrameOverheadTooLarge", "[pacing]\nframe_overhead = 5000", "pacing.frame_overhead: out of range"},
+		Bad{"UnknownPacer", "[pacing]\npacer = \"fq\"", "bad.toml:2: pacing.pacer: must be \"socket\" or \"host\""},
+		Bad{"PacerNotAString", "[pacing]\npacer = 1", "pacing.pacer: must be a string"},
 		Bad{"PaceLocalPeersNotABool", "[pacing]\npace_local_peers = \"no\"", "pacing.pace_local_peers: must be true or false"},
 		Bad{"FloorCostNegative", "[planner]\nfloor_cost = -0.1", "planner.floor_cost: must be a number in 0 .. 1"},
 		Bad{"FloorCostNotANumber", "[planner]\nfloor_cost = \"cheap\"", "planner.floor_cost: must be a number"},
@@ -132,7 +134,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(Config, PlannerSection)
 {
 	auto c = parse_config("[planner]\nmodel = \"default\"\nparameters = \"/var/lib/gappace/p.json\"\n"
-			      "queue_share = 0.75\nfloor_cost = 0.02\nlearn = true\nloss_check_phases = 0\n[pacing]\nframe_overhead = 66\npace_local_peers = false\n[daemon]\nquiet = \"250ms\"",
+			      "queue_share = 0.75\nfloor_cost = 0.02\nlearn = true\nloss_check_phases = 0\n[pacing]\nframe_overhead = 66\npace_local_peers = false\npacer = \"host\"\n[daemon]\nquiet = \"250ms\"",
 			      "t.toml");
 	ASSERT_TRUE(c) << c.error().message;
 	EXPECT_EQ(c->planner, "default");
@@ -141,6 +143,7 @@ TEST(Config, PlannerSection)
 	EXPECT_DOUBLE_EQ(c->floor_cost, 0.02);
 	EXPECT_EQ(c->frame_overhead, 66u);
 	EXPECT_FALSE(c->pace_local_peers);
+	EXPECT_TRUE(c->host_shaper);
 	EXPECT_TRUE(c->learn_plans);
 	EXPECT_EQ(c->loss_check_phases, 0u);
 	EXPECT_EQ(c->quiet_ms, 250u);
@@ -152,6 +155,7 @@ TEST(Config, PlannerSection)
 	EXPECT_EQ(d->loss_check_phases, 32u) << "the loss check is on";
 	EXPECT_TRUE(d->pace_local_peers) << "a paced phase's same-side connections are paced alike";
 	EXPECT_EQ(d->quiet_ms, 1000u);
+	EXPECT_FALSE(d->host_shaper) << "the daemon installs no qdisc unless told to";
 }
 
 TEST(Config, AbstractSocketsAreAccepted)

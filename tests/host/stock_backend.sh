@@ -216,10 +216,61 @@ check "paced phase with tuple peers: recorded" \
 	bash -c "$GAPCTL -j daemon show | jq -e '.history[-1] | .kind==\"allgather\" and .sockets==1 and .resolve_ns>0 and .paced==1' >/dev/null"
 cp "$TMP/good.toml" "$TMP/gappaced.toml"; kill -HUP "$DAEMON_PID"; sleep 0.3
 
+# ---- pacer = "host": the phase's crossing socket goes into the device's shaper (SO_PRIORITY
+# 6761:1) instead of getting its own cap; the shaper goes when idle; a root qdisc somebody
+# configured is left alone and the socket is capped by itself instead
+sed -e 's/^frame_overhead = 0$/frame_overhead = 0\npacer = "host"/' "$TMP/good.toml" >"$TMP/gappaced.toml"
+kill -HUP "$DAEMON_PID"; sleep 0.3
+dev=$TAG-va
+phase=$(say begin alltoall 1048576 10.213.0.2 | awk '/^phase/{print $2}')
+sleep 0.3
+qdiscs=$(inA tc qdisc show dev "$dev")
+check "host pacer: htb 6761: at the root, tbf 6762: under 6761:2 ($(tr '\n' ' ' <<<"$qdiscs"))" \
+	bash -c "grep -q 'qdisc htb 6761: root' <<<'$qdiscs' && grep -q 'qdisc tbf 6762: parent 6761:2' <<<'$qdiscs'"
+# 100mbit on the bottleneck with frame_overhead 0: mss + 66 bucket bytes per mss on the wire.
+check "host pacer: the bucket's rate is the planned rate in frame bytes (about 104.6Mbit)" grep -Eq 'tbf 6762: .*rate 1045[0-9]{2}Kbit' <<<"$qdiscs"
+check "host pacer: the socket is steered ($(say priority)), not capped ($(say pacing))" \
+	bash -c "[[ '$(say priority)' == 'priority 67610001' && '$(say pacing)' == '$orig' ]]"
+check "host pacer: the state file has the socket's original priority" \
+	bash -c "jq -e '.pacing[0].original_priority == 0 and .pacing[0].applied_bytes_per_second == 0' $TMP/state.json >/dev/null"
+check "host pacer: daemon show lists the shaper" bash -c "$GAPCTL -j daemon show | jq -e '.settings | keys | any(startswith(\"shaper \"))' >/dev/null"
+say end "$phase" >/dev/null
+sleep 0.3
+check "host pacer: the socket's priority is back after the phase ($(say priority))" test "$(say priority)" = "priority 0"
+sleep 2.5
+check "host pacer: the idle shaper is gone ($(inA tc qdisc show dev "$dev" | head -1))" \
+	bash -c "! ip netns exec $NSA tc qdisc show dev $dev | grep -q 6761:"
+inA tc qdisc add dev "$dev" root handle 1: pfifo limit 1000
+phase=$(say begin alltoall 1048576 10.213.0.2 | awk '/^phase/{print $2}')
+sleep 0.3
+check "host pacer: a qdisc somebody configured stays ($(inA tc qdisc show dev "$dev" | head -1))" \
+	bash -c "ip netns exec $NSA tc qdisc show dev $dev | grep -q 'qdisc pfifo 1: root'"
+check "host pacer: refused, the socket is capped by itself ($(say pacing))" test "$(say pacing)" = "pacing 12500000"
+check "host pacer: the refusal is logged" grep -q "somebody configured (pfifo 1:0): not replacing it" "$TMP/daemon.log"
+say end "$phase" >/dev/null
+inA tc qdisc del dev "$dev" root
+# Killed with the shaper in place: the next daemon removes it and restores the priority.
+phase=$(say begin alltoall 1048576 10.213.0.2 | awk '/^phase/{print $2}')
+sleep 0.3
+kill -KILL "$DAEMON_PID"; wait "$DAEMON_PID" 2>/dev/null || true
+prio=$(say priority)
+check "host pacer: after SIGKILL the shaper and the steering are still there ($prio)" \
+	bash -c "ip netns exec $NSA tc qdisc show dev $dev | grep -q 6761: && [[ '$prio' == 'priority 67610001' ]]"
+start_daemon
+check "host pacer: the restart removed the shaper" bash -c "! ip netns exec $NSA tc qdisc show dev $dev | grep -q 6761:"
+check "host pacer: the restart put the priority back ($(say priority))" test "$(say priority)" = "priority 0"
+grep -q "removed 1 shaper(s) a previous daemon left" "$TMP/daemon.log" && ok "host pacer: the restart logged the shaper's removal" ||
+	fail "host pacer: the restart logged the shaper's removal"
+cp "$TMP/good.toml" "$TMP/gappaced.toml"; kill -HUP "$DAEMON_PID"; sleep 0.3
+# The client's library lost its carrier with the killed daemon and reconnects at most once a
+# second: one phase to notice, then a pause.
+say end "$(say begin alltoall 1000 10.213.0.2 | awk '/^phase/{print $2}')" >/dev/null
+sleep 1.2
+
 # ---- the daemon killed mid-phase: the next one restores from the state file
 phase=$(say begin alltoall 1048576 10.213.0.2 | awk '/^phase/{print $2}')
 sleep 0.3
-check "phase live before the kill" test "$(say pacing)" = "pacing 12500000"
+live=$(say pacing); check "phase live before the kill ($live)" test "$live" = "pacing 12500000"
 kill -KILL "$DAEMON_PID"; wait "$DAEMON_PID" 2>/dev/null || true
 check "after SIGKILL the settings are still there (nobody reverted)" \
 	bash -c "ip -n $NSA route show 10.213.0.2 proto 167 | grep -q rto_min"

@@ -6,6 +6,7 @@
 //                              connection as a tuple; "phase ID"
 //   end ID                     phase_end; "ended ID"
 //   pacing                     SO_MAX_PACING_RATE of every held connection; "pacing R..."
+//   priority                   SO_PRIORITY of every held connection; "priority P..." (hex)
 //   stats                      the library's counters as JSON
 //   quit
 // Every reply is one flushed line; errors print "error ..." and the client carries on.
@@ -161,6 +162,17 @@ int main()
 				socklen_t len = sizeof(rate);
 				getsockopt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, &rate, &len);
 				out += " " + std::to_string(rate);
+			}
+			std::printf("%s\n", out.c_str());
+		} else if (cmd == "priority") {
+			std::string out = "priority";
+			for (int fd : conns) {
+				int priority = 0;
+				socklen_t len = sizeof(priority);
+				getsockopt(fd, SOL_SOCKET, SO_PRIORITY, &priority, &len);
+				char hex[16];
+				std::snprintf(hex, sizeof(hex), " %x", static_cast<unsigned>(priority));
+				out += hex;
 			}
 			std::printf("%s\n", out.c_str());
 		} else if (cmd == "stats") {

@@ -37,7 +37,13 @@ StockState sample_state()
 	paced.fd = 5;
 	paced.original_bytes_per_second = kUnlimitedPacingRate; // the largest number JSON must carry
 	paced.applied_bytes_per_second = 1250000;
-	state.pacing = {paced};
+	PacingRecord steered; // into a host shaper, its rate left alone
+	steered.pid = 4243;
+	steered.start_time = 7;
+	steered.inode = 98766;
+	steered.original_bytes_per_second = kUnlimitedPacingRate;
+	steered.original_priority = 6;
+	state.pacing = {paced, steered};
 	return state;
 }
 
@@ -50,6 +56,9 @@ TEST(StateFile, RoundTripsEveryField)
 	EXPECT_EQ(*parsed, state);
 	EXPECT_NE(text.find("\"original_bytes_per_second\":18446744073709551615"), std::string::npos) << text;
 	EXPECT_NE(text.find("\"peer\":\"fd00::42\""), std::string::npos) << text;
+	EXPECT_NE(text.find("\"applied_bytes_per_second\":0,\"original_priority\":6"), std::string::npos) << text;
+	EXPECT_EQ(text.find("original_priority"), text.rfind("original_priority"))
+		<< "only a steered socket's record carries a priority: " << text;
 	EXPECT_EQ(text.find("gateway\":\"\""), std::string::npos) << "absent gateways are left out: " << text;
 }
 
@@ -107,6 +116,9 @@ TEST(StateFile, RejectsWhatWeDidNotWrite)
 		{"{\"version\":1,\"netns_inode\":1,\"routes\":[],\"pacing\":[{\"pid\":1.5,\"start_time\":1,\"inode\":2,"
 		 "\"fd\":3,\"original_bytes_per_second\":4,\"applied_bytes_per_second\":5}]}",
 		 "\"pid\" must be an unsigned integer"},
+		{"{\"version\":1,\"netns_inode\":1,\"routes\":[],\"pacing\":[{\"pid\":1,\"start_time\":1,\"inode\":2,"
+		 "\"original_bytes_per_second\":4,\"applied_bytes_per_second\":0,\"original_priority\":4294967296}]}",
+		 "\"original_priority\" is out of range"},
 	};
 	for (const Case &c : cases) {
 		auto parsed = parse_state(c.text);

@@ -10,6 +10,7 @@
 #                   [--guest-rate 5mbit] [--guest-queue 16] [--guest-max-size 64k] [--guest-seconds 4]
 #                   [--remedies pacing,rto|pacing|rto|none] [--learn] [--loss-check PHASES (default 32, 0: off)]
 #                   [--queue-share F (the daemons' [planner] queue_share; default: theirs)]
+#                   [--pacer socket|host (the daemons' [pacing] pacer; default: socket)]
 #
 # For every topology (N+N hosts, one bottleneck of rate C with a FIFO of q packets per
 # direction), message size m and variant, it runs the TCP all-to-all (gp-alltoall) or a real
@@ -54,7 +55,7 @@ die() { echo "bench-system: $*" >&2; exit 1; }
 
 BUILD="" OUT="" TOPOLOGIES="4+4,8+8" SIZES="1k,4k,16k,64k,256k,1m,4m"
 VARIANTS="stock,rto,pace,rto+pace,gappaced,mpi-stock,mpi-gappaced,mpi-gappaced-rto,module-stock,module-gappaced"
-PLOT=1 PUBLISH='' PUBLISH_MODELS='' PLANNER=models SNDBUF=8m REPS=3 RATE=200mbit QUEUE=40 SECONDS_PER_RUN=2 CELL_TIMEOUT=60 PATTERN=pairwise RTO_MS=5 REMEDIES=pacing,rto LEARN=false LOSS_CHECK=32 QUEUE_SHARE=''
+PLOT=1 PUBLISH='' PUBLISH_MODELS='' PLANNER=models SNDBUF=8m REPS=3 RATE=200mbit QUEUE=40 SECONDS_PER_RUN=2 CELL_TIMEOUT=60 PATTERN=pairwise RTO_MS=5 REMEDIES=pacing,rto LEARN=false LOSS_CHECK=32 QUEUE_SHARE='' PACER=socket
 GUEST_KERNEL='' GUEST_TOPOLOGIES=4+4 GUEST_RATE=5mbit GUEST_QUEUE=16 GUEST_MAX_SIZE=64k GUEST_SECONDS=4
 while (($#)); do
 	case $1 in
@@ -84,6 +85,7 @@ while (($#)); do
 	--learn) LEARN=true; shift ;;
 	--loss-check) LOSS_CHECK=${2:?}; shift 2 ;;
 	--queue-share) QUEUE_SHARE=${2:?}; shift 2 ;;
+	--pacer) PACER=${2:?}; shift 2 ;;
 	--quick) TOPOLOGIES=4+4 SIZES=16k,64k REPS=1 SECONDS_PER_RUN=1; shift ;;
 	-h | --help) usage ;;
 	*) echo "bench-system: unknown option '$1'" >&2; usage ;;
@@ -104,6 +106,7 @@ rto) PACING_ON=false RTO_ON=true ;; none) PACING_ON=false RTO_ON=false ;;
 *) echo "bench-system: --remedies must be pacing,rto, pacing, rto or none" >&2; exit 2 ;;
 esac
 [[ $LOSS_CHECK =~ ^[0-9]+$ ]] && ((LOSS_CHECK <= 4096)) || { echo "bench-system: --loss-check must be 0 .. 4096 phases" >&2; exit 2; }
+[[ $PACER == socket || $PACER == host ]] || { echo "bench-system: --pacer must be socket or host" >&2; exit 2; }
 [[ -z $QUEUE_SHARE || $QUEUE_SHARE =~ ^(0?\.[0-9]+|1(\.0*)?)$ ]] || { echo "bench-system: --queue-share must be a fraction (0.05 .. 1)" >&2; exit 2; }
 IFS=, read -ra TOPOS <<<"$TOPOLOGIES"
 IFS=, read -ra SIZE_LIST <<<"$SIZES"
@@ -188,6 +191,7 @@ queue_packets = $QUEUE
 # The emulated bottleneck (tbf) counts Ethernet frames without FCS, preamble and gap: a
 # 1448-byte segment is a 1514-byte frame there (a real wire adds 24: the default 90).
 frame_overhead = 66
+pacer = "$PACER"
 [planner]
 model = "$PLANNER"
 learn = $LEARN
@@ -295,7 +299,7 @@ RUNS=$OUT/runs.jsonl
 {
 	echo "machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), kernel $(uname -r)"
 	echo "started: $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "command: $0 --topologies $TOPOLOGIES --sizes $SIZES --variants $VARIANTS --reps $REPS --rate $RATE --queue $QUEUE --seconds $SECONDS_PER_RUN --cell-timeout $CELL_TIMEOUT --pattern $PATTERN --sndbuf $SNDBUF --planner $PLANNER --remedies $REMEDIES$([[ $LEARN == true ]] && echo " --learn") --loss-check $LOSS_CHECK${QUEUE_SHARE:+ --queue-share $QUEUE_SHARE}$( ((${#GUEST_MODES[@]})) && echo " --guest-kernel ${GUEST_KERNEL:-(newest)} --guest-topologies $GUEST_TOPOLOGIES --guest-rate $GUEST_RATE --guest-queue $GUEST_QUEUE --guest-max-size $GUEST_MAX_SIZE --guest-seconds $GUEST_SECONDS")"
+	echo "command: $0 --topologies $TOPOLOGIES --sizes $SIZES --variants $VARIANTS --reps $REPS --rate $RATE --queue $QUEUE --seconds $SECONDS_PER_RUN --cell-timeout $CELL_TIMEOUT --pattern $PATTERN --sndbuf $SNDBUF --planner $PLANNER --remedies $REMEDIES$([[ $LEARN == true ]] && echo " --learn") --loss-check $LOSS_CHECK${QUEUE_SHARE:+ --queue-share $QUEUE_SHARE} --pacer $PACER$( ((${#GUEST_MODES[@]})) && echo " --guest-kernel ${GUEST_KERNEL:-(newest)} --guest-topologies $GUEST_TOPOLOGIES --guest-rate $GUEST_RATE --guest-queue $GUEST_QUEUE --guest-max-size $GUEST_MAX_SIZE --guest-seconds $GUEST_SECONDS")"
 } >"$OUT/machine.txt"
 cat "$OUT/machine.txt" >&2
 failures=0

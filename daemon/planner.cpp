@@ -182,6 +182,7 @@ Plan DefaultPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer
 {
 	Plan plan;
 	plan.rate_bps.assign(peers.size(), 0);
+	plan.share_bps.assign(peers.size(), 0);
 	std::string reason;
 
 	// Only the paced kinds' bursts are sized here; a rooted kind is never called inert.
@@ -201,8 +202,10 @@ Plan DefaultPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer
 			if (!config.pacing)
 				continue;
 			const uint64_t rate = std::max(config.min_rate_bps, b.capacity_bps / (c.senders * c.fanout));
-			for (size_t i : c.peers)
+			for (size_t i : c.peers) {
 				plan.rate_bps[i] = plan.rate_bps[i] ? std::min(plan.rate_bps[i], rate) : rate;
+				plan.share_bps[i] = plan.rate_bps[i];
+			}
 			reason += b.name + ": " + std::to_string(c.peers.size()) + " peers, k=" + std::to_string(c.senders) +
 				  " f=" + std::to_string(c.fanout) + " -> " + format_rate(rate) + " per connection; ";
 		}
@@ -285,6 +288,7 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 {
 	Plan plan;
 	plan.rate_bps.assign(peers.size(), 0);
+	plan.share_bps.assign(peers.size(), 0);
 	const uint64_t processes = std::max<uint64_t>(phase.comm_size, peers.size() + 1);
 	double candidate_floor_us = config.rto_floor_us;
 	if (params_ && params_->rtt)
@@ -296,6 +300,7 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 	struct Decided {
 		Crossing crossing;
 		models::Decision decision;
+		double share_bps = 0; // each connection's share of what the bottleneck carries for data
 	};
 	std::vector<Decided> decided;
 	std::vector<Crossing> crossed = crossings(phase, peers, config);
@@ -336,7 +341,8 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 		const models::Decision d = models::decide(shape, link, table_for(b), rto, bounds);
 		all_fit_unpaced = all_fit_unpaced && !d.prediction(models::PlanKind::Nothing).loss_expected &&
 				  d.best == models::PlanKind::Nothing;
-		decided.push_back(Decided{std::move(c), d});
+		const double share = link.capacity_bps / static_cast<double>(std::max<uint64_t>(1, c.senders * c.fanout));
+		decided.push_back(Decided{std::move(c), d, share});
 	}
 
 	// The models' choice for the whole phase: what any bottleneck's choice changes. Each plan's
@@ -391,8 +397,11 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 		const models::PlanPrediction &chosen = d.prediction(kind);
 		if ((kind == models::PlanKind::Pace || kind == models::PlanKind::Both) && chosen.rate_bps > 0) {
 			const auto rate = static_cast<uint64_t>(chosen.rate_bps);
-			for (size_t i : x.crossing.peers)
+			const auto share = static_cast<uint64_t>(std::min(x.share_bps, chosen.rate_bps));
+			for (size_t i : x.crossing.peers) {
 				plan.rate_bps[i] = plan.rate_bps[i] ? std::min(plan.rate_bps[i], rate) : rate;
+				plan.share_bps[i] = plan.share_bps[i] ? std::min(plan.share_bps[i], share) : share;
+			}
 		}
 		if (kind == models::PlanKind::Rto || kind == models::PlanKind::Both)
 			plan.rto_min_us = std::max(plan.rto_min_us, static_cast<uint32_t>(std::lround(chosen.rto_us)));

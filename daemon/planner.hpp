@@ -50,6 +50,11 @@ struct Plan {
 	// shaper takes these). A paced peer without it only keeps pace (pace_local_peers). Empty:
 	// every paced peer shares a bottleneck.
 	std::vector<bool> shares_bottleneck;
+	// Per paced peer that shares a bottleneck: its share of what the bottleneck carries for
+	// data, sustained (C/k without the allowance for the queue that rate_bps may include).
+	// A host shaper runs at the sum of these: it never bursts, so the queue allowance would
+	// only accumulate across back-to-back phases. 0: take rate_bps.
+	std::vector<uint64_t> share_bps;
 	uint32_t rto_min_us = 0;	// 0: RTO left alone
 	std::string reason;		// one line for the log and `gapctl daemon show`
 	double predicted_us = 0;	// the models' phase time for the chosen plan (0: no prediction)

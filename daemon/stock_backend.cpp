@@ -22,16 +22,14 @@ constexpr auto kDeviceLookupKept = std::chrono::seconds(10);
 // headers with timestamps (skb->len at the device).
 constexpr uint64_t kBucketHeaderBytes = 14 + 20 + 32;
 
-// The bucket's rate for a connection planned at `wire_bps` on the bottleneck. The bucket
-// counts mss + headers per segment where the bottleneck carries mss + frame_overhead, and the
-// host's side of the bottleneck also carries the ACKs of what it receives, which pass the
-// bucket: in a symmetric exchange one frame_overhead-sized ACK per segment at most.
+// The bucket's rate for a connection whose share of the bottleneck is `wire_bps`: the bucket
+// counts mss + headers per segment where the bottleneck carries mss + frame_overhead. The
+// planner's share leaves room for the reverse data's ACKs already; they pass the bucket.
 uint64_t bucket_bytes_per_second(uint64_t wire_bps, const Config &config)
 {
 	const double mss = config.mtu > 52 ? config.mtu - 52 : 536;
-	const double fo = config.frame_overhead;
 	return std::max<uint64_t>(1, static_cast<uint64_t>(static_cast<double>(wire_bps) / 8 * (mss + kBucketHeaderBytes) /
-							   (mss + 2 * fo)));
+							   (mss + config.frame_overhead)));
 }
 
 struct SharedPacing {
@@ -145,9 +143,13 @@ public:
 		// Sockets still steered into a device whose others left: its bucket shrinks to their
 		// sum. A device left empty keeps its rate: nothing goes through it until the next phase,
 		// which most often sets the same one.
-		for (uint32_t ifindex : lowered)
-			if (auto done = shaper_.set(ifindex, bucket(devices_[ifindex].bytes_per_second)); !done)
+		for (uint32_t ifindex : lowered) {
+			const DeviceShaper &device = devices_[ifindex];
+			if (device.sockets <= 0) // the others left in the same revert
+				continue;
+			if (auto done = shaper_.set(ifindex, bucket(device.bytes_per_second)); !done)
 				errors.push_back("shaper: " + done.error().message);
+		}
 		applied = {};
 	}
 
@@ -278,7 +280,10 @@ private:
 				by_socket.push_back(&t);
 				continue;
 			}
-			const uint64_t bytes = bucket_bytes_per_second(wire_rate, *r.config);
+			const uint64_t share = t.peer < r.plan->share_bps.size() && r.plan->share_bps[t.peer]
+						       ? r.plan->share_bps[t.peer]
+						       : wire_rate;
+			const uint64_t bytes = bucket_bytes_per_second(share, *r.config);
 			joining.push_back({&t, key, *ifindex, bytes});
 			added[*ifindex] += bytes;
 		}

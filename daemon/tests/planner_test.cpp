@@ -174,6 +174,15 @@ TEST(ModelPlanner, LinearAlltoallIsPacedAtTheSharedRateBound)
 	const double bound = 200e6 / (1.0 + a) * m / (n * m - q / 2);
 	for (size_t i = 0; i < peers.size(); ++i) // the same side too: see the next test
 		EXPECT_NEAR(static_cast<double>(plan.rate_bps[i]), bound, 1.0) << "rank " << peers[i].rank;
+	// A host shaper takes the crossing connections' sustained share, C/n without the queue's
+	// allowance: it never bursts, and an allowance would pile up over back-to-back phases.
+	ASSERT_EQ(plan.shares_bottleneck.size(), peers.size());
+	for (size_t i = 0; i < peers.size(); ++i) {
+		const bool crosses = peers[i].rank >= 8;
+		EXPECT_EQ(plan.shares_bottleneck[i], crosses) << "rank " << peers[i].rank;
+		EXPECT_NEAR(static_cast<double>(plan.share_bps[i]), crosses ? 200e6 / (1.0 + a) / n : 0.0, 1.0)
+			<< "rank " << peers[i].rank;
+	}
 	EXPECT_GT(plan.predicted_us, 8e6 * n * m / 200e6) << "at least the time the link needs";
 	EXPECT_NE(plan.reason.find("pace"), std::string::npos) << plan.reason;
 }

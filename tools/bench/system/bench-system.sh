@@ -11,6 +11,7 @@
 #                   [--remedies pacing,rto|pacing|rto|none] [--learn] [--loss-check PHASES (default 32, 0: off)]
 #                   [--queue-share F (the daemons' [planner] queue_share; default: theirs)]
 #                   [--pacer socket|host (the daemons' [pacing] pacer; default: socket)]
+# Environment: GP_BENCH_PACING_TOML, more keys for the daemons' [pacing] table (experiments).
 #
 # For every topology (N+N hosts, one bottleneck of rate C with a FIFO of q packets per
 # direction), message size m and variant, it runs the TCP all-to-all (gp-alltoall) or a real
@@ -192,6 +193,7 @@ queue_packets = $QUEUE
 # 1448-byte segment is a 1514-byte frame there (a real wire adds 24: the default 90).
 frame_overhead = 66
 pacer = "$PACER"
+${GP_BENCH_PACING_TOML:-}
 [planner]
 model = "$PLANNER"
 learn = $LEARN

@@ -309,12 +309,13 @@ Expected<void> ShaperActuator::set(uint32_t ifindex, const ShaperSettings &setti
 			return {};
 		RequestBuffer request;
 		encode_bucket(request, ifindex, settings, false);
-		if (auto changed = (*netlink)->transact(request); !changed) {
-			netlink_.reset();
-			return with_context(changed.error(), "cannot change the shaper of " + device_name(ifindex));
+		if ((*netlink)->transact(request)) {
+			known->second = settings;
+			return {};
 		}
-		known->second = settings;
-		return {};
+		// Gone (somebody deleted it, or the device went away and came back): forget it and
+		// install it again below, if the device lets us.
+		installed_.erase(known);
 	}
 	auto root = root_qdisc_on(**netlink, ifindex);
 	if (!root) {

@@ -18,7 +18,8 @@
 #             (for PATTERN=half, where all traffic crosses);
 #   pace      every socket capped by hand at C / (LEFT * RIGHT) (SO_MAX_PACING_RATE);
 #   rto       a route with rto_min 5ms on every host.
-# PATTERN: gp-alltoall's --pattern (default pairwise). CLASS_STATS=1 prints h1's shaped class after each run. Prints one line per run, preceded by
+# PATTERN: gp-alltoall's --pattern (default pairwise). PACER: the daemons' [pacing] pacer
+# (default socket). CLASS_STATS=1 prints h1's shaped class after each run. Prints one line per run, preceded by
 # the switch's cumulative FIFO drops (left/right), the hosts' qdisc drops and the machine's
 # softnet (backlog) drops.
 set -euo pipefail
@@ -35,7 +36,7 @@ trap 'gp_daemons_stop; rm -rf "$TMP" "$STATE"' EXIT # lib.sh's teardown runs fir
 gp_cluster_up "$TMP/c.state" --left "$L" --right "$R" --rate 200mbit --queue 40 --cc cubic 2>/dev/null
 daemon_config() {
 	gp_daemon_toml "$STATE/${GPC_HOSTS[$1]}.json" 'history = 512' '[rto]' 'floor = "5ms"' '[pacing]' \
-		'frame_overhead = 66' '[planner]' 'model = "models"' "$(gp_cluster_bottlenecks_toml)"
+		'frame_overhead = 66' "pacer = \"${PACER:-socket}\"" '[planner]' 'model = "models"' "$(gp_cluster_bottlenecks_toml)"
 }
 gp_daemons_start "$BUILD" daemon_config "$TMP/daemons"
 C=200000000 P=$((L + R)) X=$((2 * L * R))

@@ -193,6 +193,12 @@ TEST_P(Shaper, AKilledDaemonsShaperAndSteeringAreUndone)
 	}
 	ShaperActuator next;
 	ASSERT_TRUE(next.set(ifindex_, ShaperSettings{2 * kShaped.bytes_per_second, 1600}));
+	// Deleted behind its back: the next change installs it again.
+	const auto deleted = testing::run_command({"tc", "qdisc", "del", "dev", NetnsPair::kNearIfname, "root"});
+	ASSERT_EQ(deleted.status, 0) << deleted.output;
+	auto again = next.set(ifindex_, kShaped);
+	ASSERT_TRUE(again) << again.error().message;
+	EXPECT_EQ(root_qdisc(ifindex_)->handle, kShaperHandle);
 	ASSERT_TRUE(next.remove_all());
 	EXPECT_EQ(root_qdisc(ifindex_)->handle, 0u);
 }

@@ -271,7 +271,7 @@ private:
 			if (auto held = steered_.find(key); held != steered_.end()) { // an overlapping phase steered it
 				++held->second.holders;
 				applied.keys.push_back(key);
-				++applied.paced;
+				by_socket.push_back(&t); // and its cap, as below
 				continue;
 			}
 			auto ifindex = device_towards(t.socket.remote);
@@ -310,8 +310,15 @@ private:
 			++device.sockets;
 			steered_[j.key] = SharedSteer{r.pid, j.socket->socket.inode, 1, j.ifindex, j.bytes_per_second};
 			applied.keys.push_back(j.key);
-			++applied.paced;
 		}
+		// Steered sockets keep their own caps too. Without one, TCP paces at its automatic rate
+		// (Gbit/s here), and TCP Small Queues lets each socket keep that much queued in the
+		// bucket: tens of milliseconds of delay for its ACK clock (host-shaper-session14, run9).
+		// With it, each queues about a millisecond of its rate, and the bucket only evens out
+		// what the caps cannot: the first packet of every flow at a phase's start.
+		for (const Joining &j : joining)
+			if (!refused.count(j.ifindex))
+				by_socket.push_back(j.socket);
 	}
 
 	stock::ShaperSettings bucket(uint64_t bytes_per_second) const

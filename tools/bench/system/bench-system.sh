@@ -10,7 +10,7 @@
 #                   [--guest-rate 5mbit] [--guest-queue 16] [--guest-max-size 64k] [--guest-seconds 4]
 #                   [--remedies pacing,rto|pacing|rto|none] [--learn] [--loss-check PHASES (default 32, 0: off)]
 #                   [--queue-share F (the daemons' [planner] queue_share; default: theirs)]
-#                   [--pacer socket|host (the daemons' [pacing] pacer; default: socket)]
+#                   [--pacer socket|host (the daemons' [pacing] pacer; default: host)]
 # Environment: GP_BENCH_PACING_TOML, more keys for the daemons' [pacing] table (experiments).
 #
 # For every topology (N+N hosts, one bottleneck of rate C with a FIFO of q packets per
@@ -56,7 +56,7 @@ die() { echo "bench-system: $*" >&2; exit 1; }
 
 BUILD="" OUT="" TOPOLOGIES="4+4,8+8" SIZES="1k,4k,16k,64k,256k,1m,4m"
 VARIANTS="stock,rto,pace,rto+pace,gappaced,mpi-stock,mpi-gappaced,mpi-gappaced-rto,module-stock,module-gappaced"
-PLOT=1 PUBLISH='' PUBLISH_MODELS='' PLANNER=models SNDBUF=8m REPS=3 RATE=200mbit QUEUE=40 SECONDS_PER_RUN=2 CELL_TIMEOUT=60 PATTERN=pairwise RTO_MS=5 REMEDIES=pacing,rto LEARN=false LOSS_CHECK=32 QUEUE_SHARE='' PACER=socket
+PLOT=1 PUBLISH='' PUBLISH_MODELS='' PLANNER=models SNDBUF=8m REPS=3 RATE=200mbit QUEUE=40 SECONDS_PER_RUN=2 CELL_TIMEOUT=60 PATTERN=pairwise RTO_MS=5 REMEDIES=pacing,rto LEARN=false LOSS_CHECK=32 QUEUE_SHARE='' PACER=host
 GUEST_KERNEL='' GUEST_TOPOLOGIES=4+4 GUEST_RATE=5mbit GUEST_QUEUE=16 GUEST_MAX_SIZE=64k GUEST_SECONDS=4
 while (($#)); do
 	case $1 in

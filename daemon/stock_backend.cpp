@@ -244,9 +244,9 @@ private:
 	}
 
 	// The paced sockets that share a bottleneck go into their device's shaper: its bucket is
-	// set to the sum of their rates first (installed if need be), then they are steered. What
-	// cannot be steered (no route, a qdisc somebody configured, a failed call) is left in
-	// `by_socket`, to be paced by its own cap.
+	// set to the sum of their shares first (installed if need be), then they are steered.
+	// Every paced socket also goes to `by_socket`, for its own cap: steered or not (no route,
+	// a qdisc somebody configured, a failed call).
 	void steer(const ApplyRequest &r, Applied &applied, std::vector<std::string> &errors,
 		   std::vector<const TargetSocket *> &by_socket)
 	{

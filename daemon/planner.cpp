@@ -150,6 +150,15 @@ std::string local_pacing_text(size_t paced)
 		     : std::string();
 }
 
+// Per-socket pacing sends an idle socket's next packet at once, so every phase starts with a
+// packet per flow at the bottleneck (Documentation/control-plane.md, "The host pacer"). Where
+// those are more than the queue share the models plan with, a host-wide bucket must even them.
+bool start_burst_overflows(const Crossing &c, const Bottleneck &b, const Config &config)
+{
+	const double q = static_cast<double>(b.queue_packets ? b.queue_packets : config.queue_packets);
+	return static_cast<double>(c.senders * c.fanout) > std::floor(q * config.queue_share);
+}
+
 uint64_t queue_bytes_of(const Bottleneck &b, const Config &config)
 {
 	return uint64_t{b.queue_packets ? b.queue_packets : config.queue_packets} * config.mtu;
@@ -182,7 +191,7 @@ Plan DefaultPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer
 {
 	Plan plan;
 	plan.rate_bps.assign(peers.size(), 0);
-	plan.share_bps.assign(peers.size(), 0);
+	plan.bucket_bps.assign(peers.size(), 0);
 	std::string reason;
 
 	// Only the paced kinds' bursts are sized here; a rooted kind is never called inert.
@@ -202,15 +211,16 @@ Plan DefaultPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer
 			if (!config.pacing)
 				continue;
 			const uint64_t rate = std::max(config.min_rate_bps, b.capacity_bps / (c.senders * c.fanout));
+			const bool bucket = start_burst_overflows(c, b, config);
 			for (size_t i : c.peers) {
 				plan.rate_bps[i] = plan.rate_bps[i] ? std::min(plan.rate_bps[i], rate) : rate;
-				plan.share_bps[i] = plan.rate_bps[i];
+				if (bucket)
+					plan.bucket_bps[i] = plan.rate_bps[i];
 			}
 			reason += b.name + ": " + std::to_string(c.peers.size()) + " peers, k=" + std::to_string(c.senders) +
 				  " f=" + std::to_string(c.fanout) + " -> " + format_rate(rate) + " per connection; ";
 		}
-		plan.shares_bottleneck = crossing_peers(crossed, peers.size());
-		reason += local_pacing_text(pace_local_peers(plan, phase, plan.shares_bottleneck, config));
+		reason += local_pacing_text(pace_local_peers(plan, phase, crossing_peers(crossed, peers.size()), config));
 	}
 
 	if (config.rto) {
@@ -288,7 +298,7 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 {
 	Plan plan;
 	plan.rate_bps.assign(peers.size(), 0);
-	plan.share_bps.assign(peers.size(), 0);
+	plan.bucket_bps.assign(peers.size(), 0);
 	const uint64_t processes = std::max<uint64_t>(phase.comm_size, peers.size() + 1);
 	double candidate_floor_us = config.rto_floor_us;
 	if (params_ && params_->rtt)
@@ -398,9 +408,11 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 		if ((kind == models::PlanKind::Pace || kind == models::PlanKind::Both) && chosen.rate_bps > 0) {
 			const auto rate = static_cast<uint64_t>(chosen.rate_bps);
 			const auto share = static_cast<uint64_t>(std::min(x.share_bps, chosen.rate_bps));
+			const bool bucket = start_burst_overflows(x.crossing, b, config);
 			for (size_t i : x.crossing.peers) {
 				plan.rate_bps[i] = plan.rate_bps[i] ? std::min(plan.rate_bps[i], rate) : rate;
-				plan.share_bps[i] = plan.share_bps[i] ? std::min(plan.share_bps[i], share) : share;
+				if (bucket)
+					plan.bucket_bps[i] = plan.bucket_bps[i] ? std::min(plan.bucket_bps[i], share) : share;
 			}
 		}
 		if (kind == models::PlanKind::Rto || kind == models::PlanKind::Both)
@@ -411,7 +423,6 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 		reason += b.name + ": k=" + std::to_string(x.crossing.senders) + " f=" + std::to_string(x.crossing.fanout) +
 			  ", " + d.explanation + "; ";
 	}
-	plan.shares_bottleneck = crossing;
 	reason += local_pacing_text(pace_local_peers(plan, phase, crossing, config));
 	if (checked) {
 		const models::LossCheckState s = *loss_check_.state(key);

@@ -46,15 +46,13 @@ struct PlannedPeer {
 
 struct Plan {
 	std::vector<uint64_t> rate_bps;	// per peer of the phase; 0: not paced
-	// Per peer: its connection crosses a bottleneck, and its rate is its share of it (a host
-	// shaper takes these). A paced peer without it only keeps pace (pace_local_peers). Empty:
-	// every paced peer shares a bottleneck.
-	std::vector<bool> shares_bottleneck;
-	// Per paced peer that shares a bottleneck: its share of what the bottleneck carries for
-	// data, sustained (C/k without the allowance for the queue that rate_bps may include).
-	// A host shaper runs at the sum of these: it never bursts, so the queue allowance would
-	// only accumulate across back-to-back phases. 0: take rate_bps.
-	std::vector<uint64_t> share_bps;
+	// Per paced peer: its part of a host-wide token bucket, or 0 where its own cap is enough.
+	// Set where the phase-start burst of the peer's bottleneck (a packet per flow: per-socket
+	// pacing sends an idle socket's next packet at once) exceeds the queue share the models
+	// plan with. The part is the connection's sustained share (C/n of what the link carries
+	// for data, without the queue allowance rate_bps may include): a bucket never bursts, so
+	// an allowance would only pile up over back-to-back phases.
+	std::vector<uint64_t> bucket_bps;
 	uint32_t rto_min_us = 0;	// 0: RTO left alone
 	std::string reason;		// one line for the log and `gapctl daemon show`
 	double predicted_us = 0;	// the models' phase time for the chosen plan (0: no prediction)

@@ -243,8 +243,9 @@ private:
 		++applied.paced;
 	}
 
-	// The paced sockets that share a bottleneck go into their device's shaper: its bucket is
-	// set to the sum of their shares first (installed if need be), then they are steered.
+	// The paced sockets with a part of a bucket (Plan::bucket_bps) go into their device's
+	// shaper: its bucket is set to the sum of their parts first (installed if need be), then
+	// they are steered.
 	// Every paced socket also goes to `by_socket`, for its own cap: steered or not (no route,
 	// a qdisc somebody configured, a failed call).
 	void steer(const ApplyRequest &r, Applied &applied, std::vector<std::string> &errors,
@@ -261,9 +262,8 @@ private:
 		std::map<uint32_t, uint64_t> added; // per device
 		for (const TargetSocket &t : r.sockets) {
 			const uint64_t wire_rate = r.plan->rate_bps[t.peer];
-			const bool shares = r.plan->shares_bottleneck.empty() ||
-					    (t.peer < r.plan->shares_bottleneck.size() && r.plan->shares_bottleneck[t.peer]);
-			if (!wire_rate || !shares) {
+			const uint64_t share = t.peer < r.plan->bucket_bps.size() ? r.plan->bucket_bps[t.peer] : 0;
+			if (!wire_rate || !share) {
 				by_socket.push_back(&t);
 				continue;
 			}
@@ -280,9 +280,6 @@ private:
 				by_socket.push_back(&t);
 				continue;
 			}
-			const uint64_t share = t.peer < r.plan->share_bps.size() && r.plan->share_bps[t.peer]
-						       ? r.plan->share_bps[t.peer]
-						       : wire_rate;
 			const uint64_t bytes = bucket_bytes_per_second(share, *r.config);
 			joining.push_back({&t, key, *ifindex, bytes});
 			added[*ifindex] += bytes;

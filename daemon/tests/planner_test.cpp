@@ -174,17 +174,42 @@ TEST(ModelPlanner, LinearAlltoallIsPacedAtTheSharedRateBound)
 	const double bound = 200e6 / (1.0 + a) * m / (n * m - q / 2);
 	for (size_t i = 0; i < peers.size(); ++i) // the same side too: see the next test
 		EXPECT_NEAR(static_cast<double>(plan.rate_bps[i]), bound, 1.0) << "rank " << peers[i].rank;
-	// A host shaper takes the crossing connections' sustained share, C/n without the queue's
-	// allowance: it never bursts, and an allowance would pile up over back-to-back phases.
-	ASSERT_EQ(plan.shares_bottleneck.size(), peers.size());
+	// 64 flows start each phase with a packet each, more than the 20 packets of the queue the
+	// models plan with: a host bucket takes the crossing connections, at their sustained share
+	// (C/n without the queue's allowance, which would pile up over back-to-back phases).
 	for (size_t i = 0; i < peers.size(); ++i) {
 		const bool crosses = peers[i].rank >= 8;
-		EXPECT_EQ(plan.shares_bottleneck[i], crosses) << "rank " << peers[i].rank;
-		EXPECT_NEAR(static_cast<double>(plan.share_bps[i]), crosses ? 200e6 / (1.0 + a) / n : 0.0, 1.0)
+		EXPECT_NEAR(static_cast<double>(plan.bucket_bps[i]), crosses ? 200e6 / (1.0 + a) / n : 0.0, 1.0)
 			<< "rank " << peers[i].rank;
 	}
 	EXPECT_GT(plan.predicted_us, 8e6 * n * m / 200e6) << "at least the time the link needs";
 	EXPECT_NE(plan.reason.find("pace"), std::string::npos) << plan.reason;
+}
+
+// A 4+4 cluster: 16 flows start each phase, fewer than the 20 packets of the queue the models
+// plan with, so the sockets' own caps are enough and no bucket is asked for.
+TEST(ModelPlanner, NoBucketWhereThePhaseStartFitsTheQueue)
+{
+	Config config = two_sided();
+	auto planner = model_planner(config);
+	std::vector<PlannedPeer> peers;
+	for (int r = 1; r < 8; ++r) {
+		PlannedPeer p;
+		p.remote = *parse_host_address(r < 4 ? "10.1.0." + std::to_string(r + 1) : "10.1.1." + std::to_string(r - 3));
+		p.local = *parse_host_address("10.1.0.1");
+		p.rank = r;
+		peers.push_back(p);
+	}
+	hint::Header phase = alltoall(262144, GAPPACE_HINT_ALGORITHM_LINEAR);
+	phase.comm_size = 8;
+	const Plan plan = planner->plan(phase, peers, config);
+	ASSERT_GT(plan.rate_bps.back(), 0u) << plan.reason;
+	for (size_t i = 0; i < peers.size(); ++i)
+		EXPECT_EQ(plan.bucket_bps[i], 0u) << "rank " << peers[i].rank;
+	config.queue_share = 0.25; // 10 packets: now the start's 16 do not fit
+	auto tighter = model_planner(config);
+	const Plan bucketed = tighter->plan(phase, peers, config);
+	EXPECT_GT(bucketed.bucket_bps.back(), 0u) << bucketed.reason;
 }
 
 // Connections that cross no bottleneck (models.md): in a phase whose connections all run at once,

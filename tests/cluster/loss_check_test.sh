@@ -8,8 +8,9 @@
 #     key becomes lossless, its phases run as sent, and the daemons advise the senders to skip
 #     its hints (quiet advice counted, phases no longer paced); the skipped phases' count and
 #     time come back with the next phase sent (quiet summary). Then the FIFO is shrunk to 3
-#     packets under the running daemons: the tails of unpaced bursts are lost, and a host
-#     whose audit sees its timeouts runs the key floored (unpaced with the floor), not paced;
+#     packets under the running daemons: unpaced bursts lose segments, and every host's audit
+#     ends its verdict, on its lost share (lossy: paced) or, if its timeouts come first, on
+#     them (floored: unpaced with the floor), which the test checks where it happens;
 #   * confirmed: the real FIFO holds 4 packets and 64 KiB messages overflow it. Every host's trial
 #     fails on the host's own counters (a lost segment or a timeout) within a few phases, and the
 #     key's later phases are paced.
@@ -103,8 +104,7 @@ check "refuted: the senders skipped hints on advice (fewer phases than iteration
 	jqt "$TMP/daemons/${GPC_HOSTS[0]}.refuted-show.json" '.counters.phases_begun < 300'
 
 # ---- floored: the same cluster, daemons and lossless verdicts, the FIFO shrunk to 3 packets.
-# Unpaced 8 KiB bursts now lose their tails and pay 200 ms timeouts; the audit of a host that
-# pays them ends its lossless verdict, and its phases run unpaced with the floor (not paced).
+# Unpaced 8 KiB bursts now lose segments; each host's audit ends its lossless verdict.
 for dev in "$GPC_BOTTLENECK_L2R_DEV" "$GPC_BOTTLENECK_R2L_DEV"; do
 	ip netns exec "$GPC_SWITCH_NS" tc qdisc change dev "$dev" parent 1:1 handle 10: pfifo limit 3
 done
@@ -113,10 +113,15 @@ check "floored: the job completed" jqt "$TMP/floored.json" '.complete == true an
 gp_cluster_stats >"$TMP/floored-stats.json"
 check "floored: the shrunk FIFO dropped" jqt "$TMP/floored-stats.json" '.l2r.fifo.drops + .r2l.fifo.drops > 0'
 floored_hosts=0
+key='.planner.loss_check.keys[] | select(.kind == "alltoall" and .size_class == 13)'
 for i in "${!GPC_HOSTS[@]}"; do
 	h=${GPC_HOSTS[$i]} j=$TMP/daemons/${GPC_HOSTS[$i]}.floored-show.json
 	show "${GPC_HOST_NS[$i]}" >"$j"
-	key='.planner.loss_check.keys[] | select(.kind == "alltoall" and .size_class == 13)'
+	# Every verdict ends: each ending counts a failure (a retry is scheduled), whether the
+	# audit saw timeouts first (floored) or a lost share above 1 % first (lossy: paced).
+	before=$(jq "[$key | .failures][0] // 0" "$TMP/daemons/$h.refuted-show.json")
+	check "$h: the lossless verdict ended under the 3-packet FIFO ($before failures before)" \
+		jqt "$j" "[$key | select(.failures > $before)] | length == 1"
 	jqt "$j" "[$key | select(.floored >= 1)] | length == 1" || continue
 	floored_hosts=$((floored_hosts + 1))
 	check "$h: floored phases ran unpaced with the floor" \
@@ -124,10 +129,14 @@ for i in "${!GPC_HOSTS[@]}"; do
 	check "$h: floored after a passed trial and a lossless verdict" \
 		jqt "$j" '[.history[] | select(.bytes_per_peer == 8192 and (.plan | test("loss check: lossless")))] | length >= 1'
 done
-# A host's lossless verdict ends at its first audit after a timeout of its own; a host the
-# losses spared keeps it. Tail losses at a 3-packet FIFO spare no host in practice.
-check "floored: a timed-out lossless verdict put the key on the floor ($floored_hosts of ${#GPC_HOSTS[@]} hosts)" \
-	test "$floored_hosts" -ge 1
+# Which comes first is a race the FIFO decides, and the losses usually win: an audit judges
+# the lost share once 1000 segments went out (tens of milliseconds here), while a burst's
+# lost tail costs its timeout 200 ms later, and a tail loss probe often recovers it with no
+# timeout at all. Session 15 counted 0, 0, 0 and 1 of 4 hosts floored in four runs (lossy,
+# i.e. paced, is the models' answer to a FIFO this small); session 14's CI once failed on 0.
+# The floored path is unit-tested (loss_check_test.cpp); here it is reported, and its
+# history checked on the hosts where it happens.
+echo "floored: $floored_hosts of ${#GPC_HOSTS[@]} hosts ended their lossless verdict on timeouts (the rest on losses)"
 gp_daemons_stop
 gp_cluster_down
 

@@ -4,8 +4,11 @@
 #   * the responder refuses garbage with an ERROR frame and keeps serving; bad options exit 2;
 #   * the probe exits 0 within its bound and writes a parameter file that jq parses, with the
 #     format string, strictly increasing points and a positive RTT mean;
-#   * g(m) of the largest message implies 50 %..110 % of 200 Mbit/s (one TCP flow's goodput is
-#     at most C * 1448/1514 = 95.6 % of C; the lower bound leaves room for a busy machine);
+#   * g(m) of the largest message implies 30 %..110 % of 200 Mbit/s (one TCP flow's goodput is
+#     at most C * 1448/1514 = 95.6 % of C). The lower bound is loose on purpose: --quick times
+#     three trains of two 1 MiB messages (84 ms each at C) through a drop-tail FIFO, and the
+#     mean of three keeps any 200 ms timeout a train pays; CI once measured 66 Mbit/s (33 %)
+#     on a loaded machine. A unit slip (bits for bytes, ms for us) still fails it;
 #   * switch_queue.packets is 25..60 for the 40-packet FIFO. The probe takes the 90th percentile
 #     of kernel-timed loaded RTTs as "the port full" (see tools/gapctl/README.md): one cubic
 #     flow's queue is a sawtooth between about 0.7 Q and Q, and the emulated link empties now
@@ -86,8 +89,8 @@ check "points strictly increasing, from 0 to 1 MiB" \
 	     and all(range(1; $b | length); $b[.] > $b[. - 1])'
 check "rtt mean > 0" params '.rtt.mean_us > 0 and .rtt.samples > 0'
 rate=$(jq '.points[-1] | .bytes * 8 / (.g_us * 1e-6)' "$TMP/params.json")
-check "g of the largest message: $(printf %.0f "$rate") bit/s is 50..110 % of 200 Mbit/s" \
-	params '.points[-1] | (.bytes * 8 / (.g_us * 1e-6)) as $r | $r >= 100e6 and $r <= 220e6'
+check "g of the largest message: $(printf %.0f "$rate") bit/s is 30..110 % of 200 Mbit/s" \
+	params '.points[-1] | (.bytes * 8 / (.g_us * 1e-6)) as $r | $r >= 60e6 and $r <= 220e6'
 check "switch queue $(jq .switch_queue.packets "$TMP/params.json") packets is 25..60 (FIFO of 40)" \
 	params '.switch_queue.packets >= 25 and .switch_queue.packets <= 60'
 check "the bottleneck FIFO dropped during the probe ($drops_before -> $drops_after)" \

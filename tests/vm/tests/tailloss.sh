@@ -48,7 +48,8 @@ series() {
         match ip dport "$port" 0xffff match u8 0x08 0x08 at 33 \
         action police rate 800bit burst 1600 conform-exceed ok/drop || gp_fail "$name: tc filter"
     wait "$client" || gp_fail "$name: tcp-rr failed"
-    gp_peer tc -s filter show dev eth1 ingress >>"$log" 2>&1
+    gp_peer tc -s filter show dev eth1 ingress >"$(gp_result "police-$name.txt")" 2>&1
+    cat "$(gp_result "police-$name.txt")" >>"$log"
     gp_peer tc filter del dev eth1 ingress prio 1
     [ -n "$holder" ] && kill "$holder" 2>/dev/null
     wait 2>/dev/null
@@ -59,16 +60,29 @@ series override 7001 5ms
 
 stall() { sed -n 's/.*"max_us":\([0-9]*\).*/\1/p' "$(gp_result "tailloss-$1.json")"; }
 retrans() { sed -n 's/.*"total_retrans":\([0-9]*\).*/\1/p' "$(gp_result "tailloss-$1.json")"; }
+dropped() { sed -n 's/.*(dropped \([0-9]*\),.*/\1/p' "$(gp_result "police-$1.txt")" | head -n 1; }
 p50() { sed -n 's/.*"p50_us":\([0-9]*\).*/\1/p' "$(gp_result "tailloss-$1.json")"; }
 for n in stock override; do
     echo "$n: stall $(stall $n) us, median exchange $(p50 $n) us, retransmissions $(retrans $n)" >>"$log"
 done
 cat "$log"
-# exactly one loss, recovered by one timeout
+# exactly one segment lost on the wire, in each series
+for n in stock override; do
+    [ "$(dropped $n)" = 1 ] || gp_fail "$n: the police action dropped '$(dropped $n)' segments, want 1"
+done
+# stock Linux recovers it with one timeout and nothing else retransmits. With the
+# override, one retransmission is the lost segment; more are spurious timeouts: under
+# TCG an exchange now and then takes longer than the 8-12 ms RTO (latencies of 15-20 ms
+# were seen on 6.12), the cost a low floor carries and the planner's RTT margin is
+# for. They are allowed, but bounded: a handful, not a retransmission storm.
 [ "$(retrans stock)" = 1 ] || gp_fail "stock: $(retrans stock) retransmissions, want 1"
-[ "$(retrans override)" = 1 ] || gp_fail "override: $(retrans override) retransmissions, want 1"
+[ "$(retrans override)" -ge 1 ] && [ "$(retrans override)" -le 5 ] ||
+    gp_fail "override: $(retrans override) retransmissions, want 1 (plus at most 4 spurious)"
 # stock Linux: the 200 ms floor; with the override: the 8 ms floor (5 ms rounded up to
-# 2 jiffies at HZ=250) plus srtt and the emulator's slowness, far from 200 ms
+# 2 jiffies at HZ=250) plus srtt and the emulator's slowness, far from 200 ms. The RTO
+# itself is srtt + 4 rttvar above the floor, and TCG's jitter (exchanges of 2-20 ms)
+# makes that 10-50 ms: stalls of 50-54 ms were seen on a loaded machine. Half the stock
+# floor still tells an applied override from one that did not apply.
 [ "$(stall stock)" -ge 195000 ] || gp_fail "stock stall $(stall stock) us: not a 200 ms RTO"
-[ "$(stall override)" -lt 60000 ] || gp_fail "override stall $(stall override) us: the floor did not apply"
+[ "$(stall override)" -lt 100000 ] || gp_fail "override stall $(stall override) us: the floor did not apply"
 [ "$(stall override)" -ge 8000 ] || gp_fail "override stall $(stall override) us: below the floor?"

@@ -49,7 +49,8 @@ struct Plan {
 	// Per paced peer: its part of a host-wide token bucket, or 0 where its own cap is enough.
 	// Set where the phase-start burst of the peer's bottleneck (a packet per flow: per-socket
 	// pacing sends an idle socket's next packet at once) exceeds the queue share the models
-	// plan with. The part is the connection's sustained share (C/n of what the link carries
+	// plan with, for messages no longer than that share (longer ones recover a start loss
+	// inside their phase and lose more to the bucket than they gain). The part is the connection's sustained share (C/n of what the link carries
 	// for data, without the queue allowance rate_bps may include): a bucket never bursts, so
 	// an allowance would only pile up over back-to-back phases.
 	std::vector<uint64_t> bucket_bps;

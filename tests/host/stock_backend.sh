@@ -219,23 +219,28 @@ cp "$TMP/good.toml" "$TMP/gappaced.toml"; kill -HUP "$DAEMON_PID"; sleep 0.3
 # ---- pacer = "host": the phase's crossing socket goes into the device's shaper (SO_PRIORITY
 # 6761:1) instead of getting its own cap; the shaper goes when idle; a root qdisc somebody
 # configured is left alone and the socket is capped by itself instead
-# A queue of 1 packet: the phase's one flow starts with more than the models' share of it, so
-# the plan asks for a bucket (Plan::bucket_bps).
-sed -e 's/^frame_overhead = 0$/frame_overhead = 0\npacer = "host"/' -e 's/^queue_packets = 4$/queue_packets = 1/' \
+# Three peers behind the bottleneck, 2500 B each, all at once (linear): the phase starts with
+# 3 packets, more than the 2 of the 4-packet queue the plan shares out, and its message fits in
+# those 2, so the plan asks for a bucket (Plan::bucket_bps); 7500 B overflow the queue, so the phase is paced, each
+# connection at a third of 100mbit. Only the first peer has a connection.
+sed -e 's/^frame_overhead = 0$/frame_overhead = 0\npacer = "host"/' \
+	-e 's|^prefixes = \["10.213.0.2/32"\]$|prefixes = ["10.213.0.2/32", "10.213.0.3/32", "10.213.0.4/32"]|' \
 	"$TMP/good.toml" >"$TMP/gappaced.toml"
+bucketed() { say begin alltoall 2500 linear 10.213.0.2 10.213.0.3 10.213.0.4 | awk '/^phase/{print $2}'; }
+third=4166666 # 100 Mbit/s / 3 in bytes per second
 kill -HUP "$DAEMON_PID"; sleep 0.3
 dev=$TAG-va
-phase=$(say begin alltoall 1048576 10.213.0.2 | awk '/^phase/{print $2}')
+phase=$(bucketed)
 sleep 0.3
 qdiscs=$(inA tc qdisc show dev "$dev")
 check "host pacer: htb 6761: at the root, tbf 6762: under 6761:2 ($(tr '\n' ' ' <<<"$qdiscs"))" \
 	bash -c "grep -q 'qdisc htb 6761: root' <<<'$qdiscs' && grep -q 'qdisc tbf 6762: parent 6761:2' <<<'$qdiscs'"
-# 100mbit on the bottleneck with frame_overhead 0: mss + 66 bucket bytes per mss on the wire.
-check "host pacer: the bucket's rate is the planned rate in frame bytes (about 104.6Mbit)" grep -Eq 'tbf 6762: .*rate 1045[0-9]{2}Kbit' <<<"$qdiscs"
+# A third of 100mbit with frame_overhead 0: mss + 66 bucket bytes per mss on the wire.
+check "host pacer: the bucket's rate is the planned rate in frame bytes (about 34.85Mbit)" grep -Eq 'tbf 6762: .*rate 348[45][0-9]Kbit' <<<"$qdiscs"
 check "host pacer: the socket is steered ($(say priority)) and keeps its own cap ($(say pacing))" \
-	bash -c "[[ '$(say priority)' == 'priority 67610001' && '$(say pacing)' == 'pacing 12500000' ]]"
+	bash -c "[[ '$(say priority)' == 'priority 67610001' && '$(say pacing)' == 'pacing '$third ]]"
 check "host pacer: the state file has the socket's original priority and rate" \
-	bash -c "jq -e '.pacing[0].original_priority == 0 and .pacing[0].applied_bytes_per_second == 12500000' $TMP/state.json >/dev/null"
+	bash -c "jq -e '.pacing[0].original_priority == 0 and .pacing[0].applied_bytes_per_second == '$third'' $TMP/state.json >/dev/null"
 check "host pacer: daemon show lists the shaper" bash -c "$GAPCTL -j daemon show | jq -e '.settings | keys | any(startswith(\"shaper \"))' >/dev/null"
 say end "$phase" >/dev/null
 sleep 0.3
@@ -245,16 +250,16 @@ sleep 2.5
 check "host pacer: the idle shaper is gone ($(inA tc qdisc show dev "$dev" | head -1))" \
 	bash -c "! ip netns exec $NSA tc qdisc show dev $dev | grep -q 6761:"
 inA tc qdisc add dev "$dev" root handle 1: pfifo limit 1000
-phase=$(say begin alltoall 1048576 10.213.0.2 | awk '/^phase/{print $2}')
+phase=$(bucketed)
 sleep 0.3
 check "host pacer: a qdisc somebody configured stays ($(inA tc qdisc show dev "$dev" | head -1))" \
 	bash -c "ip netns exec $NSA tc qdisc show dev $dev | grep -q 'qdisc pfifo 1: root'"
-check "host pacer: refused, the socket is capped by itself ($(say pacing))" test "$(say pacing)" = "pacing 12500000"
+check "host pacer: refused, the socket is capped by itself ($(say pacing))" test "$(say pacing)" = "pacing $third"
 check "host pacer: the refusal is logged" grep -q "somebody configured (pfifo 1:0): not replacing it" "$TMP/daemon.log"
 say end "$phase" >/dev/null
 inA tc qdisc del dev "$dev" root
 # Killed with the shaper in place: the next daemon removes it and restores the priority.
-phase=$(say begin alltoall 1048576 10.213.0.2 | awk '/^phase/{print $2}')
+phase=$(bucketed)
 sleep 0.3
 kill -KILL "$DAEMON_PID"; wait "$DAEMON_PID" 2>/dev/null || true
 prio=$(say priority)

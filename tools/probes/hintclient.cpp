@@ -3,7 +3,9 @@
 //
 //   connect HOST PORT          open a TCP connection (kept); "connected LOCAL REMOTE"
 //   begin KIND SIZE PEERS...   phase_begin; PEERS are addresses, or "fd" for every held
-//                              connection as a tuple; "phase ID"
+//                              connection as a tuple; "phase ID". The algorithm is pairwise
+//                              (one peer at a time), or linear (all at once) if the first
+//                              word after SIZE is "linear"
 //   end ID                     phase_end; "ended ID"
 //   pacing                     SO_MAX_PACING_RATE of every held connection; "pacing R..."
 //   priority                   SO_PRIORITY of every held connection; "priority P..." (hex)
@@ -107,8 +109,12 @@ int main()
 			uint64_t size = 0;
 			in >> kind_name >> size;
 			std::vector<gapctl_peer> peers;
-			bool bad = false;
+			bool bad = false, linear = false;
 			while (in >> peer) {
+				if (peer == "linear" && peers.empty()) {
+					linear = true;
+					continue;
+				}
 				if (peer == "fd") {
 					for (int fd : conns) {
 						gapctl_peer p{};
@@ -132,7 +138,7 @@ int main()
 				gapctl_phase phase{};
 				phase.struct_size = sizeof(phase);
 				phase.kind = gapctl_kind_from_name(kind_name.c_str());
-				phase.algorithm = GAPCTL_ALGORITHM_PAIRWISE;
+				phase.algorithm = linear ? GAPCTL_ALGORITHM_LINEAR : GAPCTL_ALGORITHM_PAIRWISE;
 				phase.bytes_per_peer = size;
 				phase.comm_size = static_cast<uint32_t>(peers.size() + 1);
 				phase.rank = 0;

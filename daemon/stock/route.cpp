@@ -205,14 +205,6 @@ void encode_delete_route(RequestBuffer &request, int family, const std::optional
 		mnl_attr_put_u32(nlh, RTA_PRIORITY, priority);
 }
 
-Expected<NetlinkSocket> open_rtnetlink()
-{
-	auto socket = NetlinkSocket::open(NETLINK_ROUTE);
-	if (!socket)
-		return with_context(socket.error(), "cannot open an rtnetlink socket");
-	return socket;
-}
-
 // One RTM_GETROUTE for `peer`: the route in use, or the FIB entry it came from.
 Expected<RouteMessage> get_route(NetlinkSocket &netlink, const Endpoint &peer, bool fib_match)
 {
@@ -323,17 +315,6 @@ Expected<RouteInUse> lookup_route(const Endpoint &peer)
 	return lookup_route_with(*netlink, peer);
 }
 
-Expected<NetlinkSocket *> RouteActuator::netlink()
-{
-	if (!netlink_) {
-		auto opened = open_rtnetlink();
-		if (!opened)
-			return opened.error();
-		netlink_.emplace(std::move(*opened));
-	}
-	return &*netlink_;
-}
-
 Expected<void> RouteActuator::apply(const Endpoint &peer_endpoint, const RouteSettings &settings)
 {
 	const Endpoint peer = address_only(peer_endpoint);
@@ -342,7 +323,7 @@ Expected<void> RouteActuator::apply(const Endpoint &peer_endpoint, const RouteSe
 	const std::string name = format_endpoint(peer);
 	const RouteRecord *existing = store_.find_route(peer);
 
-	auto netlink = this->netlink();
+	auto netlink = netlink_.get();
 	if (!netlink)
 		return netlink.error();
 	auto in_use = lookup_route_with(**netlink, peer);
@@ -410,7 +391,7 @@ Expected<void> RouteActuator::revert(const Endpoint &peer_endpoint)
 	if (!found)
 		return make_error(ENOENT, "we added no route to " + format_endpoint(peer));
 	const RouteRecord record = *found;
-	auto netlink = this->netlink();
+	auto netlink = netlink_.get();
 	if (!netlink)
 		return netlink.error();
 	auto undone = delete_route(**netlink, record);
@@ -487,6 +468,25 @@ Expected<size_t> purge_routes()
 		++deleted;
 	}
 	return deleted;
+}
+
+Expected<NetlinkSocket> open_rtnetlink()
+{
+	auto socket = NetlinkSocket::open(NETLINK_ROUTE);
+	if (!socket)
+		return with_context(socket.error(), "cannot open an rtnetlink socket");
+	return socket;
+}
+
+Expected<NetlinkSocket *> RtnetlinkSocket::get()
+{
+	if (!socket_) {
+		auto opened = open_rtnetlink();
+		if (!opened)
+			return opened.error();
+		socket_.emplace(std::move(*opened));
+	}
+	return &*socket_;
 }
 
 } // namespace gp::stock

@@ -185,14 +185,6 @@ Expected<RootQdisc> decode_qdisc(const nlmsghdr *nlh)
 	return out;
 }
 
-Expected<NetlinkSocket> open_rtnetlink_socket()
-{
-	auto socket = NetlinkSocket::open(NETLINK_ROUTE);
-	if (!socket)
-		return with_context(socket.error(), "cannot open an rtnetlink socket");
-	return socket;
-}
-
 // A dump, filtered here: a plain RTM_GETQDISC of the root answers nothing for the built-in
 // noqueue qdisc of a virtual device.
 Expected<RootQdisc> root_qdisc_on(NetlinkSocket &netlink, uint32_t ifindex)
@@ -276,21 +268,10 @@ Expected<void> set_priority(int socket_fd, uint32_t priority)
 
 Expected<RootQdisc> root_qdisc(uint32_t ifindex)
 {
-	auto netlink = open_rtnetlink_socket();
+	auto netlink = open_rtnetlink();
 	if (!netlink)
 		return netlink.error();
 	return root_qdisc_on(*netlink, ifindex);
-}
-
-Expected<NetlinkSocket *> ShaperActuator::netlink()
-{
-	if (!netlink_) {
-		auto opened = open_rtnetlink_socket();
-		if (!opened)
-			return opened.error();
-		netlink_.emplace(std::move(*opened));
-	}
-	return &*netlink_;
 }
 
 Expected<void> ShaperActuator::set(uint32_t ifindex, const ShaperSettings &settings)
@@ -299,7 +280,7 @@ Expected<void> ShaperActuator::set(uint32_t ifindex, const ShaperSettings &setti
 		return make_error(EINVAL, "a shaper needs a rate above 0");
 	if (!settings.burst_bytes)
 		return make_error(EINVAL, "a shaper needs a burst of at least one frame");
-	auto netlink = this->netlink();
+	auto netlink = netlink_.get();
 	if (!netlink)
 		return netlink.error();
 	auto known = installed_.find(ifindex);
@@ -342,7 +323,7 @@ Expected<void> ShaperActuator::remove(uint32_t ifindex)
 {
 	if (!installed_.count(ifindex))
 		return make_error(ENOENT, "no shaper of ours on " + device_name(ifindex));
-	auto netlink = this->netlink();
+	auto netlink = netlink_.get();
 	if (!netlink)
 		return netlink.error();
 	if (auto removed = delete_root(**netlink, ifindex); !removed) {
@@ -371,7 +352,7 @@ Expected<void> ShaperActuator::remove_all()
 
 Expected<size_t> purge_shapers()
 {
-	auto netlink = open_rtnetlink_socket();
+	auto netlink = open_rtnetlink();
 	if (!netlink)
 		return netlink.error();
 	// Collect first, delete after: a change in the middle of a dump interrupts it.

@@ -280,6 +280,18 @@ struct RootQdisc {
 };
 Expected<RootQdisc> root_qdisc(uint32_t ifindex);
 
+// An rtnetlink socket (NETLINK_ROUTE), for the actuators' changes: opened on first use and
+// again after reset(), which a failed exchange calls (it may leave replies behind).
+Expected<NetlinkSocket> open_rtnetlink();
+class RtnetlinkSocket {
+public:
+	Expected<NetlinkSocket *> get();
+	void reset() { socket_.reset(); }
+
+private:
+	std::optional<NetlinkSocket> socket_;
+};
+
 // What a shaper does, in the tbf's units: bytes of the packets as the device sends them
 // (skb->len, Ethernet header included), per second, and at most `burst_bytes` at once.
 struct ShaperSettings {
@@ -303,8 +315,7 @@ public:
 	const std::map<uint32_t, ShaperSettings> &installed() const { return installed_; }
 
 private:
-	Expected<NetlinkSocket *> netlink();
-	std::optional<NetlinkSocket> netlink_;
+	RtnetlinkSocket netlink_;
 	std::map<uint32_t, ShaperSettings> installed_;
 };
 
@@ -363,11 +374,8 @@ public:
 	Expected<void> revert_all();
 
 private:
-	// One rtnetlink socket for every change, opened on first use and again after a failure.
-	Expected<NetlinkSocket *> netlink();
-
 	StateStore &store_;
-	std::optional<NetlinkSocket> netlink_;
+	RtnetlinkSocket netlink_; // one for every change
 	// The route in use before ours, per peer (format_endpoint): a new apply to the same peer
 	// must copy its metrics, not those of our own route.
 	std::map<std::string, RouteInUse> replaced_;

@@ -158,17 +158,21 @@ std::string local_pacing_text(size_t paced)
 // it never bursts, so time a late timer loses is not made up. Measured side by side (session 15,
 // 8+8, 40 packets, 20 planned): 256 KB and 1 MB ran at 0.81-0.90 of C with the caps alone and
 // 0.54-0.79 with the bucket; 4 and 16 KB gained from it (0.74-0.81 vs 0.64-0.68 at 4 KB).
-bool start_burst_overflows(const Crossing &c, const Bottleneck &b, const Config &config, uint64_t bytes_per_peer)
+uint64_t queue_packets_of(const Bottleneck &b, const Config &config)
 {
-	const double q = std::floor(static_cast<double>(b.queue_packets ? b.queue_packets : config.queue_packets) *
-				    config.queue_share);
+	return b.queue_packets ? b.queue_packets : config.queue_packets;
+}
+
+bool wants_host_bucket(const Crossing &c, const Bottleneck &b, const Config &config, uint64_t bytes_per_peer)
+{
+	const double q = std::floor(static_cast<double>(queue_packets_of(b, config)) * config.queue_share);
 	return static_cast<double>(c.senders * c.fanout) > q &&
 	       static_cast<double>(bytes_per_peer) <= q * static_cast<double>(config.mtu);
 }
 
 uint64_t queue_bytes_of(const Bottleneck &b, const Config &config)
 {
-	return uint64_t{b.queue_packets ? b.queue_packets : config.queue_packets} * config.mtu;
+	return queue_packets_of(b, config) * config.mtu;
 }
 
 } // namespace
@@ -218,7 +222,7 @@ Plan DefaultPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer
 			if (!config.pacing)
 				continue;
 			const uint64_t rate = std::max(config.min_rate_bps, b.capacity_bps / (c.senders * c.fanout));
-			const bool bucket = start_burst_overflows(c, b, config, phase.bytes_per_peer);
+			const bool bucket = wants_host_bucket(c, b, config, phase.bytes_per_peer);
 			for (size_t i : c.peers) {
 				plan.rate_bps[i] = plan.rate_bps[i] ? std::min(plan.rate_bps[i], rate) : rate;
 				if (bucket)
@@ -342,7 +346,7 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 		link.capacity_bps = static_cast<double>(b.capacity_bps) /
 				    (symmetric_kind(phase.kind) ? 1.0 + reverse_ack_share(config) : 1.0);
 		link.mtu_bytes = config.mtu;
-		const uint64_t q = b.queue_packets ? b.queue_packets : config.queue_packets;
+		const uint64_t q = queue_packets_of(b, config);
 		link.queue_packets = std::max<uint64_t>(1, static_cast<uint64_t>(std::floor(q * config.queue_share)));
 		models::RtoChoices rto;
 		rto.stock_rto_us = kStockRtoUs;
@@ -415,7 +419,7 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 		if ((kind == models::PlanKind::Pace || kind == models::PlanKind::Both) && chosen.rate_bps > 0) {
 			const auto rate = static_cast<uint64_t>(chosen.rate_bps);
 			const auto share = static_cast<uint64_t>(std::min(x.share_bps, chosen.rate_bps));
-			const bool bucket = start_burst_overflows(x.crossing, b, config, phase.bytes_per_peer);
+			const bool bucket = wants_host_bucket(x.crossing, b, config, phase.bytes_per_peer);
 			for (size_t i : x.crossing.peers) {
 				plan.rate_bps[i] = plan.rate_bps[i] ? std::min(plan.rate_bps[i], rate) : rate;
 				if (bucket)

@@ -305,6 +305,19 @@ models::PlogpTable ModelPlanner::table_for(const Bottleneck &b) const
 	return std::move(*table); // valid by construction
 }
 
+// A segment lost without a timeout is recovered by a fast retransmit, or for the tail of a
+// message by a tail loss probe after 2 SRTT; either way about two round trips of a path whose
+// bottleneck queue is full (it was full: it dropped).
+double ModelPlanner::loss_recovery_us(const Bottleneck &b, const Config &config) const
+{
+	const double base_rtt_us = params_ && params_->rtt ? params_->rtt->mean_us : 2 * table_for(b).latency_us();
+	const double full_queue_us = b.capacity_bps ? static_cast<double>(queue_packets_of(b, config)) *
+							      static_cast<double>(config.mtu) * 8e6 /
+							      static_cast<double>(b.capacity_bps)
+						    : 0;
+	return 2 * (base_rtt_us + full_queue_us);
+}
+
 Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> peers, const Config &config) const
 {
 	Plan plan;
@@ -395,10 +408,24 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 			      candidates[static_cast<size_t>(models::PlanKind::Rto)].allowed;
 	const double model_phase_us =
 		calibration_.corrected_us(key, candidates[static_cast<size_t>(model_kind)].predicted_us);
-	const models::LossDirective directive =
-		loss_check_.begin(key, remedied, model_phase_us, [this] { return read_counters(); },
-				  std::clamp(candidate_floor_us, static_cast<double>(config.rto_min_us),
-					     static_cast<double>(config.rto_max_us)));
+	// What the check weighs a lossless key's losses against (models/loss_check.hpp, 3.): their
+	// recovery, against the time the models' paced plan would add to the unpaced phase.
+	models::LossBudget budget;
+	budget.floor_us = std::clamp(candidate_floor_us, static_cast<double>(config.rto_min_us),
+				     static_cast<double>(config.rto_max_us));
+	if (model_paces) {
+		double unpaced_us = 0;
+		for (const Decided &x : decided) {
+			const models::PlanPrediction &n = x.decision.prediction(models::PlanKind::Nothing);
+			unpaced_us = std::max(unpaced_us, n.loss_expected ? n.time_us - n.rto_us : n.time_us);
+			budget.recovery_us = std::max(budget.recovery_us, loss_recovery_us(*x.crossing.bottleneck, config));
+		}
+		const double paced_us = candidates[static_cast<size_t>(model_kind)].predicted_us;
+		if (unpaced_us > 0 && std::isfinite(paced_us))
+			budget.paced_slack = std::max(0.0, paced_us / unpaced_us - 1);
+	}
+	const models::LossDirective directive = loss_check_.begin(
+		key, remedied, model_phase_us, [this] { return read_counters(); }, budget);
 	std::optional<models::PlanKind> checked;
 	if (directive == models::LossDirective::Trial || directive == models::LossDirective::Floored)
 		checked = models::PlanKind::Rto;
@@ -573,6 +600,7 @@ void ModelPlanner::describe(JsonWriter &j) const
 		j.field("audit_timeouts", s.audit_timeouts);
 		j.field("floored", s.floored).field("floored_sent", s.floored_sent);
 		j.field("floored_lost", s.floored_lost).field("floored_timeouts", s.floored_timeouts);
+		j.field("recovery_us", s.budget.recovery_us).field("paced_slack", s.budget.paced_slack);
 		j.end_object();
 	});
 	j.end_array();

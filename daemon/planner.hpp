@@ -129,6 +129,8 @@ private:
 	{
 	}
 	models::PlogpTable table_for(const Bottleneck &b) const;
+	// What one segment lost and recovered without a timeout costs a phase through `b`.
+	double loss_recovery_us(const Bottleneck &b, const Config &config) const;
 
 	std::optional<models::Params> params_;
 	std::optional<models::PlogpTable> table_;

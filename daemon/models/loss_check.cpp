@@ -141,7 +141,7 @@ void LossCheck::on_end(Entry &e, const std::optional<HostTcpCounters> &now)
 	if (s.trial_phases >= trial_phases_) {
 		s.stage = LossStage::Lossless;
 		s.audit_sent = s.audit_lost = s.audit_timeouts = 0;
-		e.audited = *now;
+		e.audited = e.weighed = *now;
 	}
 }
 
@@ -177,7 +177,7 @@ void LossCheck::enter_floored(Entry &e, const HostTcpCounters &now)
 	s.last_failure = "timeouts";
 	++s.floored;
 	s.floored_sent = s.floored_lost = s.floored_timeouts = 0;
-	e.previous = e.audited = e.window = now;
+	e.previous = e.audited = e.window = e.weighed = now;
 }
 
 const char *LossCheck::judge(Entry &e, const HostTcpCounters &now)
@@ -204,7 +204,7 @@ const char *LossCheck::judge(Entry &e, const HostTcpCounters &now)
 		e.previous = now;
 		s.floored_sent += step.sent, s.floored_lost += step.lost, s.floored_timeouts += step.timeouts;
 		const Losses window = losses(e.window, now, now);
-		const double cost_us = e.floor_us > 0 ? e.floor_us : stock_rto_us_;
+		const double cost_us = e.state.budget.floor_us > 0 ? e.state.budget.floor_us : stock_rto_us_;
 		if (window.timeouts && static_cast<double>(window.timeouts) * cost_us >
 					       kTimeoutShareMax * std::max(window.elapsed_us, kFlooredWindowUs))
 			return "timeouts";
@@ -224,15 +224,25 @@ const char *LossCheck::judge(Entry &e, const HostTcpCounters &now)
 	return judge_share(e, now);
 }
 
-// The lost share over at least kAuditSegments since the last judgment, so that one late report
-// does not end a verdict and a long clean history does not dilute a new loss.
+// The losses since the last judgment: their recovery time against the paced plan's slack, over
+// at least kBudgetWindowUs (loss_check.hpp, 3.), and the backstop share, over at least
+// kAuditSegments, so that one late report does not end a verdict and a long clean history does
+// not dilute a new loss.
 const char *LossCheck::judge_share(Entry &e, const HostTcpCounters &now)
 {
-	const Losses share = losses(e.audited, now, now);
-	if (share.sent < kAuditSegments)
+	const LossBudget &b = e.state.budget;
+	if (const Losses window = losses(e.weighed, now, now); window.elapsed_us >= kBudgetWindowUs) {
+		e.weighed = now;
+		if (b.recovery_us > 0 && window.lost >= kBudgetMinLosses &&
+		    static_cast<double>(window.lost) * b.recovery_us >
+			    (std::max(0.0, b.paced_slack) + kPacingOverhead) * window.elapsed_us)
+			return "recovery";
+	}
+	const Losses window = losses(e.audited, now, now);
+	if (window.sent < kAuditSegments)
 		return "";
 	e.audited = now;
-	if (static_cast<double>(share.lost) > kAuditLossShareMax * static_cast<double>(share.sent))
+	if (static_cast<double>(window.lost) > kAuditLossShareMax * static_cast<double>(window.sent))
 		return "losses";
 	return "";
 }

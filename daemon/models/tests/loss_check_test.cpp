@@ -35,9 +35,9 @@ struct Host {
 constexpr double kFloorUs = 5000;
 
 LossDirective run_phase(LossCheck &check, Host &host, uint64_t retransmitted = 0, uint64_t timeouts = 0,
-			uint64_t per_phase = 40, double phase_us = 3000)
+			uint64_t per_phase = 40, double phase_us = 3000, LossBudget budget = {kFloorUs})
 {
-	const LossDirective d = check.begin(kKey, true, 3000, [&] { return host.read(); }, kFloorUs);
+	const LossDirective d = check.begin(kKey, true, 3000, [&] { return host.read(); }, budget);
 	host.phase(per_phase, phase_us, retransmitted, timeouts);
 	const PlanKind applied = d == LossDirective::Trial || d == LossDirective::Floored ? PlanKind::Rto
 				 : d == LossDirective::Lossless ? PlanKind::Nothing
@@ -126,7 +126,8 @@ TEST(LossCheck, AuditsEndAVerdictWhenLossesAppear)
 	h2.phase(5000, 1e6, 100);
 	EXPECT_EQ(run_phase(again, h2), LossDirective::Model);
 	EXPECT_STREQ(again.state(kKey)->last_failure, "losses");
-	// A residue below 1 % is tolerated once running unpaced (timeouts are what matter then).
+	// Where the models' plan does not pace (no budget), a residue below 1 % is tolerated:
+	// pacing is not there to prevent it.
 	LossCheck residue(4);
 	Host h3;
 	for (int i = 0; i < 4; ++i)
@@ -134,6 +135,84 @@ TEST(LossCheck, AuditsEndAVerdictWhenLossesAppear)
 	for (int i = 0; i < 5; ++i) {
 		h3.phase(20000, 1e6, 100); // 0.5 %
 		EXPECT_EQ(run_phase(residue, h3), LossDirective::Lossless) << "window " << i;
+	}
+}
+
+// Losses that cost more than pacing would: lost x recovery_us against (paced_slack + 5 %) x the
+// elapsed time (loss_check.hpp, 3.). Here a loss costs 5 ms (two round trips through a full
+// 40-packet queue at 200 Mbit/s) and the models' paced plan adds 5 % to the unpaced phase.
+TEST(LossCheck, LossesThatCostMoreThanPacingEndAVerdict)
+{
+	const LossBudget budget{kFloorUs, 5000, 0.05};
+	auto lossless = [&](LossCheck &check, Host &host) {
+		for (int i = 0; i < 4; ++i)
+			run_phase(check, host, 0, 0, 40, 3000, budget);
+		ASSERT_EQ(check.state(kKey)->stage, LossStage::Lossless);
+	};
+	// 0.5 % of 5000 segments a second: 25 losses x 5 ms = 125 ms of each second, more than the
+	// 100 ms pacing would cost. (Session 15's 4+4 4 KB cell lost 0.5-0.85 %.)
+	{
+		LossCheck check(4);
+		Host host;
+		lossless(check, host);
+		host.phase(5000, 1e6, 25);
+		EXPECT_EQ(run_phase(check, host, 0, 0, 40, 3000, budget), LossDirective::Model);
+		EXPECT_EQ(check.state(kKey)->stage, LossStage::Lossy);
+		EXPECT_STREQ(check.state(kKey)->last_failure, "recovery");
+		EXPECT_EQ(check.state(kKey)->failures, 1u);
+	}
+	// 15 losses a second: 75 ms of each second, less than pacing's 100 ms. Unpaced stays.
+	{
+		LossCheck check(4);
+		Host host;
+		lossless(check, host);
+		for (int i = 0; i < 5; ++i) {
+			host.phase(5000, 1e6, 15);
+			EXPECT_EQ(run_phase(check, host, 0, 0, 40, 3000, budget), LossDirective::Lossless) << "window " << i;
+		}
+		// Pacing the models find free (the bottleneck limits the phase either way) is worth
+		// them: 75 ms > 50 ms.
+		host.phase(5000, 1e6, 15);
+		EXPECT_EQ(run_phase(check, host, 0, 0, 40, 3000, LossBudget{kFloorUs, 5000, 0}), LossDirective::Model);
+		EXPECT_STREQ(check.state(kKey)->last_failure, "recovery");
+	}
+	// Over a window shorter than a second nothing is weighed (a burst is not a rate), and two
+	// losses are not a rate either: on a path where a loss costs 100 ms they would cost 20 % of
+	// a second, but fewer than kBudgetMinLosses are not judged by cost. Three are.
+	{
+		const LossBudget slow{kFloorUs, 100000, 0};
+		LossCheck check(4);
+		Host host;
+		for (int i = 0; i < 4; ++i)
+			run_phase(check, host, 0, 0, 40, 3000, slow);
+		host.phase(1000, 0.5e6, 5);
+		EXPECT_EQ(run_phase(check, host, 0, 0, 40, 3000, slow), LossDirective::Lossless) << "half a second";
+		host.phase(1000, 0.5e6);
+		EXPECT_EQ(run_phase(check, host, 0, 0, 40, 3000, slow), LossDirective::Model) << "5 losses in a second";
+		EXPECT_STREQ(check.state(kKey)->last_failure, "recovery");
+		LossCheck two(4);
+		Host h2;
+		for (int i = 0; i < 4; ++i)
+			run_phase(two, h2, 0, 0, 40, 3000, slow);
+		h2.phase(1000, 1e6, LossCheck::kBudgetMinLosses - 1);
+		EXPECT_EQ(run_phase(two, h2, 0, 0, 40, 3000, slow), LossDirective::Lossless);
+		h2.phase(1000, 1e6, LossCheck::kBudgetMinLosses);
+		EXPECT_EQ(run_phase(two, h2, 0, 0, 40, 3000, slow), LossDirective::Model);
+	}
+	// The floored stage weighs its losses alike.
+	{
+		LossCheck check(4);
+		Host host;
+		lossless(check, host);
+		host.phase(5000, 1e6, 0, 1);
+		ASSERT_EQ(run_phase(check, host, 0, 0, 40, 3000, budget), LossDirective::Floored);
+		// 1 loss (0.2 %) per 10 ms phase: 50 % of the time, judged once a second has passed.
+		uint64_t phases = 0;
+		for (; phases < 200 && check.state(kKey)->stage == LossStage::Floored; ++phases)
+			run_phase(check, host, 1, 0, 500, 10000, budget);
+		EXPECT_GE(phases, 100u);
+		EXPECT_EQ(check.state(kKey)->stage, LossStage::Lossy);
+		EXPECT_STREQ(check.state(kKey)->last_failure, "recovery");
 	}
 }
 
@@ -205,10 +284,10 @@ TEST(LossCheck, AFlooredVerdictPricesTimeoutsAtTheFloor)
 	for (int i = 0; i < 4; ++i)
 		run_phase(stock, h3);
 	h3.phase(5000, 1e6, 0, 1);
-	ASSERT_EQ(stock.begin(kKey, true, 3000, [&] { return h3.read(); }, 0), LossDirective::Floored);
+	ASSERT_EQ(stock.begin(kKey, true, 3000, [&] { return h3.read(); }), LossDirective::Floored);
 	stock.end(kKey, PlanKind::Rto, [&] { return h3.read(); });
 	for (int p = 0; p < 64 && stock.state(kKey)->stage == LossStage::Floored; ++p) {
-		stock.begin(kKey, true, 3000, [&] { return h3.read(); }, 0);
+		stock.begin(kKey, true, 3000, [&] { return h3.read(); });
 		h3.phase(40, 3000, 0, p == 0 ? 1 : 0);
 		stock.end(kKey, PlanKind::Rto, [&] { return h3.read(); });
 	}

@@ -142,6 +142,7 @@ void LossCheck::on_end(Entry &e, const std::optional<HostTcpCounters> &now)
 		s.stage = LossStage::Lossless;
 		s.audit_sent = s.audit_lost = s.audit_timeouts = 0;
 		e.audited = e.weighed = *now;
+		e.over_budget = false;
 	}
 }
 
@@ -178,6 +179,7 @@ void LossCheck::enter_floored(Entry &e, const HostTcpCounters &now)
 	++s.floored;
 	s.floored_sent = s.floored_lost = s.floored_timeouts = 0;
 	e.previous = e.audited = e.window = e.weighed = now;
+	e.over_budget = false;
 }
 
 const char *LossCheck::judge(Entry &e, const HostTcpCounters &now)
@@ -233,9 +235,12 @@ const char *LossCheck::judge_share(Entry &e, const HostTcpCounters &now)
 	const LossBudget &b = e.state.budget;
 	if (const Losses window = losses(e.weighed, now, now); window.elapsed_us >= kBudgetWindowUs) {
 		e.weighed = now;
-		if (b.recovery_us > 0 && window.lost >= kBudgetMinLosses &&
-		    static_cast<double>(window.lost) * b.recovery_us >
-			    (std::max(0.0, b.paced_slack) + kPacingOverhead) * window.elapsed_us)
+		const bool over = b.recovery_us > 0 && window.lost >= kBudgetMinLosses &&
+				  static_cast<double>(window.lost) * b.recovery_us >
+					  (std::max(0.0, b.paced_slack) + kPacingOverhead) * window.elapsed_us;
+		const bool sustained = over && e.over_budget;
+		e.over_budget = over;
+		if (sustained)
 			return "recovery";
 	}
 	const Losses window = losses(e.audited, now, now);

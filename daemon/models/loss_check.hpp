@@ -32,9 +32,10 @@
 //      time the host's flows spent recovering; the verdict ends when that is more than the
 //      share of the elapsed time the models' paced plan would add to the unpaced phase
 //      (LossBudget::paced_slack; 0 where the bottleneck limits both) plus kPacingOverhead,
-//      over windows of at least kBudgetWindowUs and with at least kBudgetMinLosses losses: a
-//      rate is not judged from one event, nor from one burst (8+8 hosts at 1 KB lose a few
-//      segments at once now and then, 3 % of the time over seconds but 5 % over a third of one).
+//      in two consecutive windows of at least kBudgetWindowUs each, with at least
+//      kBudgetMinLosses losses: a rate is not judged from one event, nor from one burst (8+8
+//      hosts at 1 KB lose a few segments at once now and then, 3 % of the time over seconds but
+//      5 % over a third of one; a new process's connections starting up lose a burst too).
 //      kPacingOverhead stands for what pacing costs that the models do not see (the control
 //      plane's work per phase, the hosts' plans changing at different phases) and for one
 //      window's noise: 5 % of the time, the spread of one cell of `make bench-system` between
@@ -182,6 +183,7 @@ private:
 		HostTcpCounters audited;	// the last audit that judged the lost share
 		HostTcpCounters window;		// the start of the floored stage's current timeout window
 		HostTcpCounters weighed;	// the start of the current window of the loss budget
+		bool over_budget = false;	// the last window's losses cost more than pacing
 		uint64_t trial_begins = 0;
 		uint64_t last_use = 0;
 	};

@@ -212,7 +212,7 @@ const char *LossCheck::judge(Entry &e, const HostTcpCounters &now)
 			return "timeouts";
 		if (window.elapsed_us >= kFlooredWindowUs)
 			e.window = now;
-		return judge_share(e, now);
+		return judge_losses(e, now);
 	}
 	// An audit: the window since the last one (a second or so, so the lag does not matter)
 	// for timeouts, priced at the stock RTO against the time that passed; the lost share over
@@ -223,14 +223,14 @@ const char *LossCheck::judge(Entry &e, const HostTcpCounters &now)
 	if (window.timeouts &&
 	    static_cast<double>(window.timeouts) * stock_rto_us_ > kTimeoutShareMax * window.elapsed_us)
 		return "timeouts";
-	return judge_share(e, now);
+	return judge_losses(e, now);
 }
 
 // The losses since the last judgment: their recovery time against the paced plan's slack, over
 // at least kBudgetWindowUs (loss_check.hpp, 3.), and the backstop share, over at least
 // kAuditSegments, so that one late report does not end a verdict and a long clean history does
 // not dilute a new loss.
-const char *LossCheck::judge_share(Entry &e, const HostTcpCounters &now)
+const char *LossCheck::judge_losses(Entry &e, const HostTcpCounters &now)
 {
 	const LossBudget &b = e.state.budget;
 	if (const Losses window = losses(e.weighed, now, now); window.elapsed_us >= kBudgetWindowUs) {

@@ -192,7 +192,7 @@ private:
 	void on_end(Entry &e, const std::optional<HostTcpCounters> &now);
 	// Judges the counters up to `now` by the stage's rules; returns the failure ("" if none).
 	const char *judge(Entry &e, const HostTcpCounters &now);
-	const char *judge_share(Entry &e, const HostTcpCounters &now);
+	const char *judge_losses(Entry &e, const HostTcpCounters &now);
 	void enter_floored(Entry &e, const HostTcpCounters &now);
 	LossDirective start_trial(Entry &e, const HostTcpCounters &now);
 	// Counts a failure and sets the phase of the next trial (the wait doubles per failure).

@@ -391,6 +391,21 @@ TEST(ModelPlanner, MeasuredPhaseTimesOverrideTheModelsLossVerdict)
 	}
 }
 
+// `phases` phases of `phase` on a host whose counters the test moves: each sends 48 segments
+// and takes 3 ms; the last plan is returned.
+Plan run_phases(ModelPlanner &planner, models::HostTcpCounters &host, const hint::Header &phase,
+		std::span<const PlannedPeer> peers, const Config &config, int phases)
+{
+	Plan plan;
+	for (int i = 0; i < phases; ++i) {
+		plan = planner.plan(phase, peers, config);
+		host.segments_sent += 48;
+		host.at_us += 3000;
+		planner.observe(phase, plan.predicted_us, 3000000, plan);
+	}
+	return plan;
+}
+
 // The loss check (models/loss_check.hpp): the models say a 4 KB burst of 64 flows overflows
 // the planned queue share and pace it. A host whose counters show no loss while the key runs
 // unpaced (with the floor) proves that verdict wrong: the key's phases then run as sent, and are
@@ -448,13 +463,7 @@ TEST(ModelPlanner, TheHostsCountersOverrideALossVerdictTheyRefute)
 		auto planner = model_planner(config);
 		models::HostTcpCounters host;
 		planner->set_counter_source([&] { return std::optional<models::HostTcpCounters>(host); });
-		Plan plan;
-		for (int i = 0; i < 40; ++i) {
-			plan = planner->plan(phase, peers, config);
-			host.segments_sent += 48;
-			host.at_us += 3000;
-			planner->observe(phase, plan.predicted_us, 3000000, plan);
-		}
+		Plan plan = run_phases(*planner, host, phase, peers, config, 40);
 		ASSERT_TRUE(plan.empty()) << plan.reason;
 		host.timeouts += 1;
 		host.at_us += 1e6;
@@ -472,69 +481,44 @@ TEST(ModelPlanner, TheHostsCountersOverrideALossVerdictTheyRefute)
 			planner->observe(phase, plan.predicted_us, 3000000, plan);
 		}
 		EXPECT_EQ(floored, 20);
-		JsonWriter json;
-		json.begin_object();
-		planner->describe(json);
-		json.end_object();
-		EXPECT_NE(json.str().find("\"stage\":\"floored\""), std::string::npos) << json.str();
-		EXPECT_NE(json.str().find("\"floored\":1"), std::string::npos) << json.str();
+		const std::string json = described(*planner);
+		EXPECT_NE(json.find("\"stage\":\"floored\""), std::string::npos) << json;
+		EXPECT_NE(json.find("\"floored\":1"), std::string::npos) << json;
 	}
 	// Losses after a passed trial that cost more than pacing would (models/loss_check.hpp, 3.):
 	// each costs two round trips through the full queue, 2 (100 us + 40 x 1500 B at 200 Mbit/s)
 	// = 5 ms, against the time the models' pacing adds to the unpaced phase plus 5 %. The key
 	// goes back to the models' pacing. Under the 1 % backstop, the verdict would have stood.
 	{
-		Config config = two_sided();
-		auto planner = model_planner(config);
-		models::HostTcpCounters host;
-		planner->set_counter_source([&] { return std::optional<models::HostTcpCounters>(host); });
-		Plan plan;
-		for (int i = 0; i < 40; ++i) {
-			plan = planner->plan(phase, peers, config);
-			host.segments_sent += 48;
-			host.at_us += 3000;
-			planner->observe(phase, plan.predicted_us, 3000000, plan);
-		}
-		ASSERT_TRUE(plan.empty()) << plan.reason;
-		JsonWriter before;
-		before.begin_object();
-		planner->describe(before);
-		before.end_object();
-		EXPECT_NE(before.str().find("\"recovery_us\":5000"), std::string::npos) << before.str();
-		const auto at = before.str().find("\"paced_slack\":");
-		ASSERT_NE(at, std::string::npos);
-		const double slack = std::stod(before.str().substr(at + 14));
-		EXPECT_GE(slack, 0);
+		const Config config = two_sided();
 		// Two seconds in each of which the host lost under 1 % of 20000 segments, whose recovery
 		// took more than (slack + 5 %) of it; and, on another host, a tenth of that.
 		for (double share : {1.0, 0.1}) {
-			auto other = model_planner(config);
-			models::HostTcpCounters h = host;
-			other->set_counter_source([&] { return std::optional<models::HostTcpCounters>(h); });
-			Plan p;
-			for (int i = 0; i < 40; ++i) {
-				p = other->plan(phase, peers, config);
-				h.segments_sent += 48;
-				h.at_us += 3000;
-				other->observe(phase, p.predicted_us, 3000000, p);
-			}
+			auto planner = model_planner(config);
+			models::HostTcpCounters host;
+			planner->set_counter_source([&] { return std::optional<models::HostTcpCounters>(host); });
+			Plan plan = run_phases(*planner, host, phase, peers, config, 40);
+			ASSERT_TRUE(plan.empty()) << plan.reason;
+			const std::string before = described(*planner);
+			EXPECT_NE(before.find("\"recovery_us\":5000"), std::string::npos) << before;
+			const auto at = before.find("\"paced_slack\":");
+			ASSERT_NE(at, std::string::npos);
+			const double slack = std::stod(before.substr(at + 14));
+			EXPECT_GE(slack, 0);
 			const auto lost = static_cast<uint64_t>(std::ceil(share * (slack + 0.06) * 1e6 / 5000));
 			ASSERT_LT(lost, 200u) << "under the 1 % backstop";
 			for (int second = 0; second < 2; ++second) { // a rate, not a burst: two windows
-				h.segments_sent += 20000;
-				h.segments_retransmitted += lost;
-				h.at_us += 1e6;
-				p = other->plan(phase, peers, config);
+				host.segments_sent += 20000;
+				host.segments_retransmitted += lost;
+				host.at_us += 1e6;
+				plan = planner->plan(phase, peers, config);
 			}
 			if (share == 1.0) {
-				EXPECT_EQ(plan_kind(p), models::PlanKind::Pace) << lost << " lost: " << p.reason;
-				JsonWriter json;
-				json.begin_object();
-				other->describe(json);
-				json.end_object();
-				EXPECT_NE(json.str().find("\"last_failure\":\"recovery\""), std::string::npos) << json.str();
+				EXPECT_EQ(plan_kind(plan), models::PlanKind::Pace) << lost << " lost: " << plan.reason;
+				const std::string after = described(*planner);
+				EXPECT_NE(after.find("\"last_failure\":\"recovery\""), std::string::npos) << after;
 			} else {
-				EXPECT_TRUE(p.empty()) << lost << " lost: " << p.reason;
+				EXPECT_TRUE(plan.empty()) << lost << " lost: " << plan.reason;
 			}
 		}
 	}

@@ -466,6 +466,7 @@ TEST(ModelPlanner, TheHostsCountersOverrideALossVerdictTheyRefute)
 		Plan plan = run_phases(*planner, host, phase, peers, config, 40);
 		ASSERT_TRUE(plan.empty()) << plan.reason;
 		host.timeouts += 1;
+		host.segments_retransmitted += 1; // what the timeout retransmitted was lost
 		host.at_us += 1e6;
 		int floored = 0;
 		for (int i = 0; i < 20; ++i) {

@@ -25,7 +25,7 @@ struct Host {
 	void phase(uint64_t per_phase = 40, double phase_us = 3000, uint64_t retransmitted = 0, uint64_t timeouts = 0)
 	{
 		c.segments_sent += per_phase;
-		c.segments_retransmitted += retransmitted;
+		c.segments_retransmitted += std::max(retransmitted, timeouts); // a timeout retransmits
 		c.timeouts += timeouts;
 		c.at_us += phase_us;
 	}
@@ -335,6 +335,31 @@ TEST(LossCheck, NeedlessRetransmissionsAndSpuriousTimeoutsAreNotLosses)
 	EXPECT_EQ(check.state(kKey)->stage, LossStage::Lossless) << check.state(kKey)->last_failure;
 	EXPECT_LE(check.state(kKey)->trial_lost, 3u);
 	EXPECT_EQ(check.state(kKey)->trial_timeouts, 0u);
+}
+
+// A timeout retransmits at least one segment: where the receivers report every retransmission of
+// a stretch as a duplicate, its timeouts lost nothing, whether F-RTO could tell or not (a flight of
+// one segment gives it no new data to probe with). A host whose CPU stalls longer than the floor
+// pays them; they are the floor's running cost, not a loss (loss_check.cpp, losses()).
+TEST(LossCheck, ATimeoutThatRetransmittedOnlyDuplicatesLostNothing)
+{
+	LossCheck check(8);
+	Host host;
+	for (int i = 0; i < 8; ++i) {
+		run_phase(check, host, 0, i == 0 ? 1 : 0);
+		if (i == 0)
+			host.c.segments_reported_duplicate += 1; // no spurious_timeouts: F-RTO could not tell
+	}
+	EXPECT_EQ(check.state(kKey)->stage, LossStage::Lossless) << check.state(kKey)->last_failure;
+	EXPECT_EQ(check.state(kKey)->trial_timeouts, 0u);
+	// The same timeout whose segment was not reported: lost, the trial fails.
+	LossCheck other(8);
+	Host lossy;
+	for (int i = 0; i < 2; ++i)
+		run_phase(other, lossy, 0, i == 0 ? 1 : 0);
+	EXPECT_EQ(other.state(kKey)->stage, LossStage::Lossy);
+	EXPECT_STREQ(other.state(kKey)->last_failure, "timeouts");
+	EXPECT_EQ(other.state(kKey)->trial_timeouts, 1u);
 }
 
 TEST(LossCheck, ALossyKeyIsTriedAgainAfterAGrowingWait)

@@ -416,6 +416,10 @@ if ((${#GUEST_MODES[@]})); then
 					mv "$gout/console.log" "$OUT/guest-$topo-$m-$rep.emulator-fault.console.log"
 					echo "bench-system: $topo guest $size rep $rep: the guest hit a known emulator fault; run again (console kept in $OUT)" >&2
 				done
+				# What the guest's daemons planned, kept per repetition (each run starts its own).
+				for f in "$gout"/results/alltoall/gappaced/daemon-h*.json; do
+					[[ -f $f ]] && cp "$f" "$OUT/daemon-$topo-guest-$size-module-gappaced-rep$rep-${f##*/daemon-}"
+				done
 				for gm in "${GUEST_MODES[@]}"; do
 					variant=module-stock
 					[[ $gm == gappaced ]] && variant=module-gappaced

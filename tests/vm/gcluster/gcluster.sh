@@ -472,8 +472,10 @@ gc_stats() {
 # front of the other side, this host's wire as its link, and sockets of its own — abstract
 # Unix sockets belong to the network namespace, so one daemon per host needs no paths.
 # Tools in the host reach the daemon with GAPPACE_CONTROL_SOCK=@gappace-control.
+# GC_GAPPACED_EXTRA (default /etc/gappaced-extra.toml; run.sh --file puts one there), if the
+# file exists, is appended: tables the generated config does not have, e.g. [remedies], [planner].
 gc_gappaced_config() {
-    local i j prefixes="" side other min_rate
+    local i j prefixes="" side other min_rate extra
     i=$(gc_host_index "$1") || return 1
     side=$(gc_side "$i")
     j=1
@@ -508,6 +510,8 @@ capacity = "${GC_BOTTLENECK_BPS}bit"
 queue_packets = $GC_QUEUE
 prefixes = [$prefixes]
 EOF
+    extra=${GC_GAPPACED_EXTRA:-/etc/gappaced-extra.toml}
+    if [ -f "$extra" ]; then echo "# from $extra"; cat "$extra"; fi
 }
 
 gc_main() {

@@ -272,7 +272,42 @@ def prediction_table(rows, topo, cells):
     return md
 
 
-def planner_verdicts(rows, cells, topo, sizes):
+def applied_plans(run_dir, topo, variant, m):
+    """What the daemons of one cell applied to its all-to-all phases, from the records bench-system
+    keeps next to runs.jsonl (daemon-TOPO-SIZE-VARIANT-hN.json, each host's last phases):
+    (phases, paced, floored), or None without records."""
+    if not run_dir or not os.path.isdir(run_dir):
+        return None
+    pattern = re.compile(r"^daemon-" + re.escape(topo) + r"-[0-9]+[kmg]?-" + re.escape(variant) + r"-h[0-9]+\.json$")
+    phases = paced = floored = 0
+    found = False
+    for name in sorted(os.listdir(run_dir)):
+        if not pattern.match(name):
+            continue
+        try:
+            with open(os.path.join(run_dir, name)) as f:
+                history = json.load(f).get("history", [])
+        except (OSError, ValueError):
+            continue
+        for h in history:
+            if h.get("kind") != "alltoall" or h.get("bytes_per_peer") != m:
+                continue
+            found = True
+            phases += 1
+            paced += 1 if h.get("paced", 0) > 0 else 0
+            floored += 1 if h.get("rto", 0) > 0 else 0
+    return (phases, paced, floored) if found else None
+
+
+def same_plan(a, b):
+    """Two cells' daemons applied one plan: neither paced a phase, and either both put the floor
+    on every phase or neither on any."""
+    if not a or not b or a[1] or b[1]:
+        return False
+    return (a[2] == a[0] and b[2] == b[0]) or (a[2] == 0 and b[2] == 0)
+
+
+def planner_verdicts(rows, cells, topo, sizes, run_dir=None):
     """Issue 5's two criteria for one topology: the calibrated prediction of a cell's median
     phase time within ±15 % of the measured median (the benchmark's, over every phase of every
     rank, where it measures phases as the hints do; else the daemons'); the plan the daemon chose (measured as
@@ -296,22 +331,31 @@ def planner_verdicts(rows, cells, topo, sizes):
             basis = "every phase's" if variant in PER_RANK_PHASES else "the daemons' phases'"
             lines.append(f"- {title}: calibrated prediction within ±15 % of the measured median phase time ({basis}) in "
                          f"{judged - len(off)} of {judged} sizes" + (": off at " + ", ".join(off) if off else ""))
-        close, total, far = 0, 0, []
+        close, total, far, alike = 0, 0, [], []
         for m in sizes:
             own = cells.get((topo, variant, m))
-            measured = [cells[(topo, v, m)]["fraction_median"] for v in rivals
-                        if (topo, v, m) in cells and cells[(topo, v, m)]["fraction_median"] is not None]
+            measured = {v: cells[(topo, v, m)]["fraction_median"] for v in rivals
+                        if (topo, v, m) in cells and cells[(topo, v, m)]["fraction_median"] is not None}
             if not own or own["fraction_median"] is None or len(measured) < 2:
                 continue
             total += 1
-            best = max(measured)
+            best_variant = max(measured, key=measured.get)
+            best = measured[best_variant]
             if own["fraction_median"] >= 0.95 * best:
                 close += 1
-            else:
-                far.append(f"{size_name(m)} ({own['fraction_median']:.2f} vs {best:.2f})")
+                continue
+            far.append(f"{size_name(m)} ({own['fraction_median']:.2f} vs {best:.2f})")
+            # A rival whose daemons applied the very plan this cell's did: the gap is the spread
+            # between runs of one plan, not a choice (said, not discounted).
+            if best_variant != variant and same_plan(applied_plans(run_dir, topo, variant, m),
+                                                     applied_plans(run_dir, topo, best_variant, m)):
+                alike.append(f"{size_name(m)} ({VARIANT_TITLE.get(best_variant, best_variant)})")
         if total:
             lines.append(f"- {title}: chosen plan within 5 % of the best measured plan in {close} of {total} "
                          f"sizes ({close / total * 100:.0f} %)" + (": not at " + ", ".join(far) if far else ""))
+        if alike:
+            lines.append(f"  - of these, the best variant's daemons applied the same plan as {title}'s on every "
+                         f"phase they kept (no pacing; the floor on all or none): " + ", ".join(alike))
     return lines
 
 
@@ -378,7 +422,7 @@ def main():
         md += acceptance(cells, topo, sizes, variants)
         md.append("")
         planner_part = prediction_table(predictions, topo, cells)
-        verdicts = planner_verdicts(predictions, cells, topo, sizes)
+        verdicts = planner_verdicts(predictions, cells, topo, sizes, os.path.dirname(os.path.abspath(a.runs)))
         if verdicts:
             planner_part += verdicts + [""]
         md += planner_part

@@ -278,7 +278,7 @@ def applied_plans(run_dir, topo, variant, m):
     (phases, paced, floored), or None without records."""
     if not run_dir or not os.path.isdir(run_dir):
         return None
-    pattern = re.compile(r"^daemon-" + re.escape(topo) + r"-[0-9]+[kmg]?-" + re.escape(variant) + r"-h[0-9]+\.json$")
+    pattern = re.compile(r"^daemon-" + re.escape(topo) + r"-[0-9]+[kmgKMG]?-" + re.escape(variant) + r"-h[0-9]+\.json$")
     phases = paced = floored = 0
     found = False
     for name in sorted(os.listdir(run_dir)):

@@ -280,7 +280,6 @@ def applied_plans(run_dir, topo, variant, m):
         return None
     pattern = re.compile(r"^daemon-" + re.escape(topo) + r"-[0-9]+[kmgKMG]?-" + re.escape(variant) + r"-h[0-9]+\.json$")
     phases = paced = floored = 0
-    found = False
     for name in sorted(os.listdir(run_dir)):
         if not pattern.match(name):
             continue
@@ -292,11 +291,10 @@ def applied_plans(run_dir, topo, variant, m):
         for h in history:
             if h.get("kind") != "alltoall" or h.get("bytes_per_peer") != m:
                 continue
-            found = True
             phases += 1
             paced += 1 if h.get("paced", 0) > 0 else 0
             floored += 1 if h.get("rto", 0) > 0 else 0
-    return (phases, paced, floored) if found else None
+    return (phases, paced, floored) if phases else None
 
 
 def same_plan(a, b):

@@ -142,12 +142,16 @@ private:
 	mutable models::PlanLearner learner_;
 	// Paced phases run without a floor, per key, and how many of them stalled (waited on a
 	// 200 ms timer: see stalled()); their share is the paced stall chance the models weigh
-	// against the floor's running cost (models/decision.hpp).
+	// against the floor's running cost (models/decision.hpp). Of the stalls, those that only
+	// the host's timeout counter showed (phases too long for the time alone to tell), and the
+	// counters read at the BEGIN of the key's last such phase. Mutable: a BEGIN reads them.
 	struct PacedStalls {
 		uint64_t phases = 0;
 		uint64_t stalled = 0;
+		uint64_t timed_out = 0;
+		std::optional<models::HostTcpCounters> at_begin;
 	};
-	std::map<models::CalibrationKey, PacedStalls> stalls_;
+	mutable std::map<models::CalibrationKey, PacedStalls> stalls_;
 	double paced_stall_chance(const models::CalibrationKey &key) const;
 	// The models' loss verdict checked on the host's counters (models/loss_check.hpp). Mutable
 	// like the learner: a BEGIN moves a key's trial on.

@@ -177,6 +177,11 @@ Losses losses(const HostTcpCounters &from, const HostTcpCounters &to, const Host
 
 } // namespace
 
+uint64_t timeouts_that_lost(const HostTcpCounters &from, const HostTcpCounters &to)
+{
+	return losses(from, to, to).timeouts;
+}
+
 void LossCheck::enter_floored(Entry &e, const HostTcpCounters &now)
 {
 	LossCheckState &s = e.state;

@@ -107,6 +107,12 @@ struct LossBudget {
 	double paced_slack = 0;
 };
 
+// The timeouts between two readings that lost something: less the spurious ones, and never more
+// than the segments lost (a timeout whose retransmission the receiver reports as a duplicate lost
+// nothing). Reports that come after `to` are not seen: read them at least an RTT later to judge
+// strictly (the loss check does).
+uint64_t timeouts_that_lost(const HostTcpCounters &from, const HostTcpCounters &to);
+
 enum class LossStage { Unchecked, Trial, Lossless, Floored, Lossy };
 // "unchecked", "trial", "lossless", "floored", "lossy"
 const char *loss_stage_name(LossStage stage);

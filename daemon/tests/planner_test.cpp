@@ -575,6 +575,64 @@ TEST(ModelPlanner, PacedPhasesThatStallTakeTheFloorToo)
 	}
 }
 
+// A stall of a paced phase near the timer's length (8+8 hosts at 64 KB: about 176 ms predicted)
+// adds less than the phase's own time, so the time alone cannot tell it from spread: there the
+// host's timeout counter, read around such phases, says whether it waited on an RTO. One in
+// five phases 180 ms late with a timeout counted buys the floor; as late without a timeout, or
+// a timeout in a phase that was not late, does not.
+TEST(ModelPlanner, TimeoutsCountedAroundLongPacedPhasesAreStallsToo)
+{
+	auto peers = cluster_peers();
+	const hint::Header phase = alltoall(65536, GAPPACE_HINT_ALGORITHM_LINEAR);
+	struct World {
+		bool late, timeout;
+	};
+	for (const World w : {World{true, true}, World{true, false}, World{false, true}}) {
+		Config config = two_sided();
+		auto planner = model_planner(config);
+		models::HostTcpCounters host;
+		int reads = 0;
+		planner->set_counter_source([&] {
+			++reads;
+			return std::optional<models::HostTcpCounters>(host);
+		});
+		Plan plan = planner->plan(phase, peers, config);
+		ASSERT_EQ(plan_kind(plan), models::PlanKind::Pace) << plan.reason;
+		ASSERT_GT(plan.predicted_us, 2 * 50000.0) << "a phase the loss check does not try";
+		ASSERT_LT(plan.predicted_us, 200000.0);
+		for (int i = 0; i < 30; ++i) {
+			plan = planner->plan(phase, peers, config);
+			double measured_us = plan.predicted_us * 1.05;
+			if (plan_kind(plan) == models::PlanKind::Pace && i % 5 == 4) {
+				if (w.late)
+					measured_us += 180000;
+				if (w.timeout) {
+					host.timeouts += 1;
+					host.segments_retransmitted += 1;
+				}
+			}
+			host.segments_sent += 1000;
+			host.at_us += measured_us;
+			planner->observe(phase, plan.predicted_us, static_cast<uint64_t>(measured_us * 1000), plan);
+		}
+		plan = planner->plan(phase, peers, config);
+		JsonWriter json;
+		json.begin_object();
+		planner->describe(json);
+		json.end_object();
+		const std::string label = std::string(w.late ? "late" : "on time") + (w.timeout ? ", timeout" : "");
+		if (w.late && w.timeout) {
+			EXPECT_EQ(plan_kind(plan), models::PlanKind::Both) << label << ": " << plan.reason;
+			EXPECT_NE(json.str().find("\"by_timeouts\":"), std::string::npos) << json.str();
+			EXPECT_EQ(json.str().find("\"by_timeouts\":0"), std::string::npos) << json.str();
+		} else {
+			EXPECT_EQ(plan_kind(plan), models::PlanKind::Pace) << label << ": " << plan.reason;
+			EXPECT_NE(json.str().find("\"stalled\":0,\"by_timeouts\":0"), std::string::npos) << json.str();
+		}
+		EXPECT_GT(reads, 0) << label;
+	}
+}
+
 // A hint marked rendezvous (GAPPACE_HINT_F_RENDEZVOUS, set by the PMPI shim beyond the MPI
 // transport's eager limit) on a symmetric collective: pacing would make the two directions of
 // every connection take turns, so the floor alone runs; the same phase sent eagerly is paced

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "backend.hpp"
+#include "segments.hpp"
 #include "units.hpp"
 
 namespace gp::daemon {
@@ -18,19 +19,6 @@ constexpr auto kRemovedRecordsKept = std::chrono::seconds(1);
 constexpr auto kIdleShaperKept = std::chrono::seconds(2);
 // How long a peer's outgoing device is taken from the route lookup before it is looked up again.
 constexpr auto kDeviceLookupKept = std::chrono::seconds(10);
-// What the token bucket counts of a full segment beyond its payload: Ethernet, IPv4 and TCP
-// headers with timestamps (skb->len at the device).
-constexpr uint64_t kBucketHeaderBytes = 14 + 20 + 32;
-
-// The bucket's rate for a connection whose share of the bottleneck is `wire_bps`: the bucket
-// counts mss + headers per segment where the bottleneck carries mss + frame_overhead. The
-// planner's share leaves room for the reverse data's ACKs already; they pass the bucket.
-uint64_t bucket_bytes_per_second(uint64_t wire_bps, const Config &config)
-{
-	const double mss = config.mtu > 52 ? config.mtu - 52 : 536;
-	return std::max<uint64_t>(1, static_cast<uint64_t>(static_cast<double>(wire_bps) / 8 * (mss + kBucketHeaderBytes) /
-							   (mss + config.frame_overhead)));
-}
 
 struct SharedPacing {
 	pid_t pid = 0;
@@ -212,12 +200,9 @@ private:
 		const uint64_t wire_rate = r.plan->rate_bps[t.peer];
 		if (!wire_rate)
 			return;
-		// Planned rates are what the bottleneck carries; SO_MAX_PACING_RATE counts
-		// payload. A full segment of mss payload bytes takes mss + frame_overhead.
-		const uint64_t mss = r.config->mtu > 52 ? r.config->mtu - 52 : 536;
-		const uint64_t rate = std::max<uint64_t>(
-			8, static_cast<uint64_t>(static_cast<double>(wire_rate) * static_cast<double>(mss) /
-						 static_cast<double>(mss + r.config->frame_overhead)));
+		// Planned rates are what the bottleneck carries; SO_MAX_PACING_RATE counts payload
+		// (segments.hpp).
+		const uint64_t rate = payload_rate_bps(wire_rate, *r.config, t.socket.remote.family);
 		const std::string key = "pacing " + std::to_string(r.pid) + " " + std::to_string(t.socket.inode);
 		SharedPacing &p = pacing_held_[key];
 		// Overlapping phases on one socket: the slowest cap wins while both run.
@@ -280,7 +265,9 @@ private:
 				by_socket.push_back(&t);
 				continue;
 			}
-			const uint64_t bytes = bucket_bytes_per_second(share, *r.config);
+			// The planner's share leaves room for the reverse data's ACKs already; they
+			// pass the bucket.
+			const uint64_t bytes = bucket_bytes_per_second(share, *r.config, t.socket.remote.family);
 			joining.push_back({&t, key, *ifindex, bytes});
 			added[*ifindex] += bytes;
 		}

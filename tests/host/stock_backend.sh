@@ -43,20 +43,30 @@ for ns in "$NSA" "$NSB"; do
 done
 ip -n "$NSA" addr add 10.213.0.1/24 dev "$TAG-va"; ip -n "$NSA" link set "$TAG-va" up
 ip -n "$NSB" addr add 10.213.0.2/24 dev "$TAG-vb"; ip -n "$NSB" link set "$TAG-vb" up
+ip -n "$NSA" addr add fd00:213::1/64 dev "$TAG-va" nodad
+ip -n "$NSB" addr add fd00:213::2/64 dev "$TAG-vb" nodad
 echo "cc: $(ip netns exec "$NSA" sysctl -n net.ipv4.tcp_congestion_control)"
 
-# A sink in B: accepts and drains, for at most 120 s.
+# A sink in B, on IPv4 and IPv6: accepts and drains, for at most 120 s.
 ip netns exec "$NSB" timeout 120 python3 -c '
 import socket, threading
-srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-srv.bind(("0.0.0.0", 5001)); srv.listen(16)
 def drain(c):
     while c.recv(65536): pass
-while True:
-    c, _ = srv.accept(); threading.Thread(target=drain, args=(c,), daemon=True).start()
+def serve(family, address):
+    srv = socket.socket(family); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if family == socket.AF_INET6:
+        srv.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+    srv.bind((address, 5001)); srv.listen(16)
+    while True:
+        c, _ = srv.accept(); threading.Thread(target=drain, args=(c,), daemon=True).start()
+threading.Thread(target=serve, args=(socket.AF_INET6, "::"), daemon=True).start()
+serve(socket.AF_INET, "0.0.0.0")
 ' &
 SINK_PID=$!
-for _ in $(seq 50); do ip netns exec "$NSB" ss -ltn | grep -q ':5001 ' && break; sleep 0.1; done
+for _ in $(seq 50); do
+	[[ $(ip netns exec "$NSB" ss -Hltn "sport = :5001" | wc -l) -ge 2 ]] && break
+	sleep 0.1
+done
 
 cat >"$TMP/gappaced.toml" <<CONF
 [daemon]
@@ -77,7 +87,7 @@ floor = "5ms"
 name = "b-side"
 capacity = "100mbit"
 queue_packets = 4
-prefixes = ["10.213.0.2/32"]
+prefixes = ["10.213.0.2/32", "fd00:213::2/128"]
 CONF
 
 start_daemon() {
@@ -157,6 +167,24 @@ sleep 0.3
 check "other uid's hint arrives ($reply)" bash -c "$GAPCTL -j daemon show | jq -e '.phases[] | select(.uid==65534) | .sockets==0 and .paced==0 and .rto==0' >/dev/null"
 check "other uid: our socket unpaced" test "$(say pacing)" = "$orig"
 check "other uid: no route" bash -c "[[ -z \$(ip -n $NSA route show 10.213.0.2 proto 167) ]]"
+echo quit >&7; wait "$OTHER_PID" 2>/dev/null || true; OTHER_PID=""
+
+# ---- an IPv6 connection: its segments carry 20 bytes less payload, so its payload cap is its
+# wire share less those (daemon/segments.hpp), and its route is an IPv6 one
+start_client v6 7 8; OTHER_PID=$LAST_PID
+conn6=$(ask 7 8 connect fd00:213::2 5001)
+check "IPv6 client connected ($conn6)" test "${conn6%% *}" = connected
+phase=$(ask 7 8 begin alltoall 1048576 fd00:213::2 | awk '/^phase/{print $2}')
+check "IPv6 begin accepted" test -n "$phase"
+sleep 0.3
+want6=$((100000000 * 1428 / 1448 / 8))
+check "IPv6 socket capped at 100mbit of wire as IPv6 payload ($want6 B/s)" test "$(ask 7 8 pacing)" = "pacing $want6"
+check "IPv6 route with locked rto_min 5ms, proto 167" \
+	bash -c "ip -6 -n $NSA route show fd00:213::2 proto 167 | grep -q 'rto_min lock 5ms'"
+check "the IPv4 socket is not touched by it" test "$(say pacing)" = "$orig"
+ask 7 8 end "$phase" >/dev/null
+sleep 0.3
+check "IPv6 route gone after the phase" bash -c "[[ -z \$(ip -6 -n $NSA route show fd00:213::2 proto 167) ]]"
 echo quit >&7; wait "$OTHER_PID" 2>/dev/null || true; OTHER_PID=""
 
 # ---- malformed hints: counted, the daemon keeps running

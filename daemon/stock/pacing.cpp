@@ -278,6 +278,12 @@ Expected<void> PacingActuator::change(pid_t pid, uint64_t inode, int fd_hint, st
 		auto original = get_priority(socket);
 		if (!original)
 			return detail::with_context(original.error(), socket_name(pid, inode));
+		// A priority its process set is not ours to borrow: it may pick the frames' VLAN
+		// priority (the device's egress map) or a band of the device's qdisc, for as long as
+		// the phase lasts. Such a socket keeps its own cap instead.
+		if (*original != 0 && *original != *priority)
+			return make_error(EBUSY, socket_name(pid, inode) + ": SO_PRIORITY " + std::to_string(*original) +
+							 " is its process's (a VLAN priority or a qdisc band): not steered");
 		record.original_priority = *original;
 	}
 	record.fd = borrowed->fd_in_process;

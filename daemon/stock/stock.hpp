@@ -217,7 +217,8 @@ public:
 	// /proc/PID/fd; checked like any other candidate).
 	Expected<void> apply(pid_t pid, uint64_t inode, uint64_t bits_per_second, int fd_hint = -1);
 	// Steers the socket into a host shaper: SO_PRIORITY = `priority` (kShaperSteering). The
-	// first change to a socket records its current priority as the original.
+	// first change to a socket records its current priority as the original. EBUSY, nothing
+	// changed, for a socket whose process set a priority of its own (not 0).
 	Expected<void> steer(pid_t pid, uint64_t inode, uint32_t priority, int fd_hint = -1);
 	// Puts the original rate (and priority, if steered) back. A socket or process that is
 	// gone counts as reverted. ENOENT if we never applied anything to that socket.

@@ -203,6 +203,33 @@ TEST_P(Shaper, AKilledDaemonsShaperAndSteeringAreUndone)
 	EXPECT_EQ(root_qdisc(ifindex_)->handle, 0u);
 }
 
+// A socket whose process set SO_PRIORITY (a VLAN priority, a qdisc band) is not steered: its
+// priority stays, nothing is recorded, and a cap still applies.
+TEST_P(Shaper, ASocketWithItsOwnPriorityIsNotSteered)
+{
+	FarServer server(*pair_, GetParam(), FarServer::Mode::sink);
+	ASSERT_TRUE(server.ok());
+	std::string error;
+	auto client = ClientProcess::start(server.endpoint(), ClientProcess::Mode::idle, std::nullopt, error);
+	ASSERT_TRUE(client) << error;
+	{
+		auto borrowed = duplicate_process_socket(client->pid(), client->inode());
+		ASSERT_TRUE(borrowed) << borrowed.error().message;
+		ASSERT_TRUE(set_priority(borrowed->socket.get(), 5)); // the process's own choice
+	}
+	PacingActuator sockets(*store_);
+	auto steered = sockets.steer(client->pid(), client->inode(), kShaperSteering);
+	ASSERT_FALSE(steered);
+	EXPECT_EQ(steered.error().err, EBUSY);
+	EXPECT_NE(steered.error().message.find("SO_PRIORITY 5"), std::string::npos) << steered.error().message;
+	EXPECT_EQ(priority_of(client->pid(), client->inode()), 5u);
+	EXPECT_TRUE(store_->state().pacing.empty()) << "nothing changed, nothing to undo";
+	ASSERT_TRUE(sockets.apply(client->pid(), client->inode(), 8'000'000));
+	EXPECT_EQ(client->pacing_rate_seen_by_owner(), 1'000'000u) << "8 Mbit/s as bytes";
+	ASSERT_TRUE(sockets.revert(client->pid(), client->inode()));
+	EXPECT_EQ(priority_of(client->pid(), client->inode()), 5u) << "the revert of a cap leaves the priority";
+}
+
 INSTANTIATE_TEST_SUITE_P(Families, Shaper, ::testing::Values(AF_INET, AF_INET6),
 			 [](const auto &info) { return info.param == AF_INET ? "IPv4" : "IPv6"; });
 

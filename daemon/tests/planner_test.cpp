@@ -435,25 +435,22 @@ TEST(ModelPlanner, TheHostsCountersOverrideALossVerdictTheyRefute)
 			host.at_us += 3000;
 			planner->observe(phase, plan.predicted_us, 3000000, plan);
 		}
-		JsonWriter json;
-		json.begin_object();
-		planner->describe(json);
-		json.end_object();
+		const std::string json = described(*planner);
 		if (loss == 0) {
 			EXPECT_EQ(trial, 32) << "a trial of loss_check_phases phases, unpaced with the floor";
 			EXPECT_EQ(paced, 0) << "the trial starts at the key's first phase";
 			EXPECT_EQ(inert, 100 - 32);
 			EXPECT_TRUE(plan.empty()) << plan.reason;
 			EXPECT_NE(plan.reason.find("loss check: lossless"), std::string::npos) << plan.reason;
-			EXPECT_NE(json.str().find("\"stage\":\"lossless\""), std::string::npos) << json.str();
+			EXPECT_NE(json.find("\"stage\":\"lossless\""), std::string::npos) << json;
 			EXPECT_GT(plan.predicted_us, 0);
 			EXPECT_LT(plan.predicted_us, 8e6 * 64 * 4096 / 200e6 + 1000) << "the link's time; no RTO predicted";
 		} else {
 			EXPECT_EQ(trial, 2) << "the first phase's losses, judged at the second END";
 			EXPECT_EQ(paced, 98);
 			EXPECT_EQ(inert, 0);
-			EXPECT_NE(json.str().find("\"stage\":\"lossy\""), std::string::npos) << json.str();
-			EXPECT_NE(json.str().find("\"last_failure\":\"losses\""), std::string::npos) << json.str();
+			EXPECT_NE(json.find("\"stage\":\"lossy\""), std::string::npos) << json;
+			EXPECT_NE(json.find("\"last_failure\":\"losses\""), std::string::npos) << json;
 		}
 	}
 	// Timeouts after a passed trial (rare tail losses): the floor alone, unpaced, not the models'
@@ -561,16 +558,13 @@ TEST(ModelPlanner, PacedPhasesThatStallTakeTheFloorToo)
 			planner->observe(phase, plan.predicted_us, static_cast<uint64_t>(measured_us * 1000), plan);
 		}
 		plan = planner->plan(phase, peers, config);
-		JsonWriter json;
-		json.begin_object();
-		planner->describe(json);
-		json.end_object();
+		const std::string json = described(*planner);
 		if (stalls) {
 			EXPECT_EQ(plan_kind(plan), models::PlanKind::Both) << plan.reason;
-			EXPECT_NE(json.str().find("\"stalled\":1"), std::string::npos) << json.str();
+			EXPECT_NE(json.find("\"stalled\":1"), std::string::npos) << json;
 		} else {
 			EXPECT_EQ(plan_kind(plan), models::PlanKind::Pace) << plan.reason;
-			EXPECT_NE(json.str().find("\"phases\":40,\"stalled\":0"), std::string::npos) << json.str();
+			EXPECT_NE(json.find("\"phases\":40,\"stalled\":0"), std::string::npos) << json;
 		}
 	}
 }
@@ -616,18 +610,15 @@ TEST(ModelPlanner, TimeoutsCountedAroundLongPacedPhasesAreStallsToo)
 			planner->observe(phase, plan.predicted_us, static_cast<uint64_t>(measured_us * 1000), plan);
 		}
 		plan = planner->plan(phase, peers, config);
-		JsonWriter json;
-		json.begin_object();
-		planner->describe(json);
-		json.end_object();
+		const std::string json = described(*planner);
 		const std::string label = std::string(w.late ? "late" : "on time") + (w.timeout ? ", timeout" : "");
 		if (w.late && w.timeout) {
 			EXPECT_EQ(plan_kind(plan), models::PlanKind::Both) << label << ": " << plan.reason;
-			EXPECT_NE(json.str().find("\"by_timeouts\":"), std::string::npos) << json.str();
-			EXPECT_EQ(json.str().find("\"by_timeouts\":0"), std::string::npos) << json.str();
+			EXPECT_NE(json.find("\"by_timeouts\":"), std::string::npos) << json;
+			EXPECT_EQ(json.find("\"by_timeouts\":0"), std::string::npos) << json;
 		} else {
 			EXPECT_EQ(plan_kind(plan), models::PlanKind::Pace) << label << ": " << plan.reason;
-			EXPECT_NE(json.str().find("\"stalled\":0,\"by_timeouts\":0"), std::string::npos) << json.str();
+			EXPECT_NE(json.find("\"stalled\":0,\"by_timeouts\":0"), std::string::npos) << json;
 		}
 		EXPECT_GT(reads, 0) << label;
 	}

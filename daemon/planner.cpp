@@ -13,6 +13,7 @@
 #include "decision.hpp"
 #include "host_counters.hpp"
 #include "plan_learner.hpp"
+#include "rate_bound.hpp"
 #include "latency_fluctuation.hpp"
 #include "units.hpp"
 
@@ -340,6 +341,8 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 		Crossing crossing;
 		models::Decision decision;
 		double share_bps = 0; // each connection's share of what the bottleneck carries for data
+		// The unpaced burst fits the whole queue (the models plan with a share of it).
+		bool burst_fits_queue = false;
 	};
 	std::vector<Decided> decided;
 	std::vector<Crossing> crossed = crossings(phase, peers, config);
@@ -381,7 +384,9 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 		all_fit_unpaced = all_fit_unpaced && !d.prediction(models::PlanKind::Nothing).loss_expected &&
 				  d.best == models::PlanKind::Nothing;
 		const double share = link.capacity_bps / static_cast<double>(std::max<uint64_t>(1, c.senders * c.fanout));
-		decided.push_back(Decided{std::move(c), d, share});
+		const bool fits = !models::overflows(link.capacity_bps, static_cast<double>(q * config.mtu), shape.bytes_per_peer,
+						     c.senders * c.fanout, models::kUnboundedRate);
+		decided.push_back(Decided{std::move(c), d, share, fits});
 	}
 
 	// The models' choice for the whole phase: what any bottleneck's choice changes. Each plan's
@@ -406,9 +411,11 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 
 	// The loss check (models/loss_check.hpp): where the plan remedies a predicted loss of the
 	// unpaced burst, the host's counters say whether that loss happens.
-	bool loss_predicted = false;
-	for (const Decided &x : decided)
+	bool loss_predicted = false, burst_fits_queue = !decided.empty();
+	for (const Decided &x : decided) {
 		loss_predicted = loss_predicted || x.decision.prediction(models::PlanKind::Nothing).loss_expected;
+		burst_fits_queue = burst_fits_queue && x.burst_fits_queue;
+	}
 	const bool remedied = loss_predicted && model_kind != models::PlanKind::Nothing &&
 			      candidates[static_cast<size_t>(models::PlanKind::Rto)].allowed;
 	const double model_phase_us =
@@ -430,7 +437,7 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 			budget.paced_slack = std::max(0.0, paced_us / unpaced_us - 1);
 	}
 	const models::LossDirective directive = loss_check_.begin(
-		key, remedied, model_phase_us, [this] { return read_counters(); }, budget);
+		key, remedied, model_phase_us, [this] { return read_counters(); }, budget, burst_fits_queue);
 	std::optional<models::PlanKind> checked;
 	if (directive == models::LossDirective::Trial || directive == models::LossDirective::Floored)
 		checked = models::PlanKind::Rto;
@@ -481,6 +488,10 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 				  std::to_string(s.floored_lost) + " of " + std::to_string(s.floored_sent) + " segments lost, " +
 				  std::to_string(s.floored_timeouts) + " timeouts since): rto instead of " +
 				  models::plan_name(model_kind) + "; ";
+		else if (s.presumed && s.trials == 0)
+			reason += "loss check: lossless, presumed (the unpaced burst fits the whole queue; " +
+				  std::to_string(s.audit_lost) + " of " + std::to_string(s.audit_sent) +
+				  " segments lost since): nothing instead of " + models::plan_name(model_kind) + "; ";
 		else
 			reason += "loss check: lossless (no segment lost of " + std::to_string(s.trial_sent) + " in " +
 				  std::to_string(s.trial_phases) + " trial phases, " + std::to_string(s.audit_lost) + " of " +
@@ -621,7 +632,7 @@ void ModelPlanner::describe(JsonWriter &j) const
 		j.field("trial_lost", s.trial_lost).field("trial_timeouts", s.trial_timeouts);
 		j.field("audit_sent", s.audit_sent).field("audit_lost", s.audit_lost);
 		j.field("audit_timeouts", s.audit_timeouts);
-		j.field("floored", s.floored).field("floored_sent", s.floored_sent);
+		j.field("presumed", s.presumed).field("floored", s.floored).field("floored_sent", s.floored_sent);
 		j.field("floored_lost", s.floored_lost).field("floored_timeouts", s.floored_timeouts);
 		j.field("recovery_us", s.budget.recovery_us).field("paced_slack", s.budget.paced_slack);
 		j.end_object();

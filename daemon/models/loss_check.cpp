@@ -53,11 +53,11 @@ LossCheck::Entry *LossCheck::entry(const CalibrationKey &key, bool create)
 	return &it->second;
 }
 
-bool LossCheck::needs_counters_at_begin(const Entry &e, bool may_start) const
+bool LossCheck::needs_counters_at_begin(const Entry &e, bool may_start, bool presumed) const
 {
 	switch (e.state.stage) {
 	case LossStage::Unchecked:
-		return may_start;
+		return may_start || presumed;
 	case LossStage::Lossless:
 		return true;
 	case LossStage::Floored:
@@ -71,7 +71,7 @@ bool LossCheck::needs_counters_at_begin(const Entry &e, bool may_start) const
 }
 
 LossDirective LossCheck::on_begin(Entry &e, const std::optional<HostTcpCounters> &now, bool have_read,
-				  bool may_start)
+				  bool may_start, bool presumed)
 {
 	LossCheckState &s = e.state;
 	switch (s.stage) {
@@ -85,8 +85,14 @@ LossDirective LossCheck::on_begin(Entry &e, const std::optional<HostTcpCounters>
 			return LossDirective::Model;
 		}
 		return LossDirective::Floored;
-	case LossStage::Lossy:
 	case LossStage::Unchecked:
+		if (presumed && now) {
+			s.presumed = true;
+			enter_lossless(e, *now);
+			return LossDirective::Lossless;
+		}
+		[[fallthrough]];
+	case LossStage::Lossy:
 		if (!have_read || !may_start || !now)
 			return LossDirective::Model;
 		return start_trial(e, *now);
@@ -138,12 +144,17 @@ void LossCheck::on_end(Entry &e, const std::optional<HostTcpCounters> &now)
 		fail(e, why);
 		return;
 	}
-	if (s.trial_phases >= trial_phases_) {
-		s.stage = LossStage::Lossless;
-		s.audit_sent = s.audit_lost = s.audit_timeouts = 0;
-		e.audited = e.weighed = *now;
-		e.over_budget = false;
-	}
+	if (s.trial_phases >= trial_phases_)
+		enter_lossless(e, *now);
+}
+
+void LossCheck::enter_lossless(Entry &e, const HostTcpCounters &now)
+{
+	LossCheckState &s = e.state;
+	s.stage = LossStage::Lossless;
+	s.audit_sent = s.audit_lost = s.audit_timeouts = 0;
+	e.previous = e.audited = e.weighed = now;
+	e.over_budget = false;
 }
 
 namespace {

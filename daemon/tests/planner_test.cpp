@@ -569,6 +569,32 @@ TEST(ModelPlanner, PacedPhasesThatStallTakeTheFloorToo)
 	}
 }
 
+// The loss check's presumption (models/loss_check.hpp, 6.): 64 flows of 800 B (51 KB) overflow
+// the half of the 40-packet queue the models plan with, but fit the whole queue: the key starts
+// lossless, its phases inert, without a trial; with 1 KB (64 KB, more than the queue) it
+// starts with a trial.
+TEST(ModelPlanner, ABurstThatFitsTheWholeQueueIsPresumedLossless)
+{
+	auto peers = cluster_peers();
+	for (uint64_t bytes : {800, 1024}) {
+		const hint::Header phase = alltoall(bytes, GAPPACE_HINT_ALGORITHM_LINEAR);
+		Config config = two_sided();
+		auto planner = model_planner(config);
+		models::HostTcpCounters host;
+		planner->set_counter_source([&] { return std::optional<models::HostTcpCounters>(host); });
+		const Plan plan = planner->plan(phase, peers, config);
+		if (bytes == 800) {
+			EXPECT_TRUE(plan.empty()) << plan.reason;
+			EXPECT_TRUE(plan.inert) << plan.reason;
+			EXPECT_NE(plan.reason.find("loss check: lossless, presumed"), std::string::npos) << plan.reason;
+			EXPECT_NE(described(*planner).find("\"presumed\":true"), std::string::npos);
+		} else {
+			EXPECT_EQ(plan_kind(plan), models::PlanKind::Rto) << plan.reason;
+			EXPECT_NE(plan.reason.find("loss check: trial 1"), std::string::npos) << plan.reason;
+		}
+	}
+}
+
 // A stall of a paced phase near the timer's length (8+8 hosts at 64 KB: about 176 ms predicted)
 // adds less than the phase's own time, so the time alone cannot tell it from spread: there the
 // host's timeout counter, read around such phases, says whether it waited on an RTO. One in

@@ -382,6 +382,48 @@ TEST(LossCheck, ALossyKeyIsTriedAgainAfterAGrowingWait)
 	EXPECT_EQ(check.state(kKey)->retry_at, 2 * LossCheck::kRetryAfterPhases) << "phase 257 failed: next at 512";
 }
 
+// A burst that fits the whole queue, though not the share the models plan with (6.): a key never
+// checked starts lossless without a trial, under the audits; a verdict its losses end leaves
+// the key lossy, and its next trial is a real one.
+TEST(LossCheck, ABurstThatFitsTheWholeQueueStartsLosslessWithoutATrial)
+{
+	LossCheck check(8);
+	Host host;
+	auto phase = [&](uint64_t retransmitted = 0) {
+		const LossDirective d = check.begin(kKey, true, 3000, [&] { return host.read(); }, {kFloorUs}, true);
+		host.phase(40, 3000, retransmitted);
+		check.end(kKey, d == LossDirective::Trial ? PlanKind::Rto : PlanKind::Nothing, [&] { return host.read(); });
+		return d;
+	};
+	EXPECT_EQ(phase(), LossDirective::Lossless);
+	auto s = check.state(kKey);
+	EXPECT_EQ(s->stage, LossStage::Lossless);
+	EXPECT_TRUE(s->presumed);
+	EXPECT_EQ(s->trials, 0u);
+	EXPECT_EQ(host.reads, 1u) << "the audits' baseline, read at the first BEGIN";
+	// Lossless phases stay so; 2 % of the segments lost end the verdict at an audit.
+	for (int i = 0; i < 30; ++i)
+		EXPECT_EQ(phase(), LossDirective::Lossless) << i;
+	int phases = 0;
+	while (check.state(kKey)->stage == LossStage::Lossless && phases < 200) {
+		phase(1);
+		++phases;
+	}
+	s = check.state(kKey);
+	EXPECT_EQ(s->stage, LossStage::Lossy);
+	EXPECT_STREQ(s->last_failure, "losses");
+	EXPECT_LT(phases, 60);
+	// From now on the presumption is spent: the retry is a trial.
+	LossDirective d = LossDirective::Model;
+	for (int i = 0; i < 300 && d == LossDirective::Model; ++i)
+		d = phase();
+	EXPECT_EQ(d, LossDirective::Trial);
+	// Without the presumption a key never checked starts with a trial, as before.
+	LossCheck plain(8);
+	Host other;
+	EXPECT_EQ(plain.begin(kKey, true, 3000, [&] { return other.read(); }, {kFloorUs}, false), LossDirective::Trial);
+}
+
 TEST(LossCheck, CountersAreReadOnlyWhenNeeded)
 {
 	LossCheck check(4);

@@ -68,17 +68,17 @@ public:
 			if (!rate || !connections[i])
 				continue;
 			const size_t n = connections[i];
-			auto route = stock::lookup_route(r.peers[i].remote);
-			if (!route) {
-				errors.push_back("pace " + format_endpoint(r.peers[i].remote) + ": " + route.error().message);
+			auto oif = devices_towards_.device_towards(r.peers[i].remote);
+			if (!oif) {
+				errors.push_back("pace " + format_endpoint(r.peers[i].remote) + ": " + oif.error().message);
 				continue;
 			}
 			Prefix dst = make_prefix(r.peers[i].remote.family, r.peers[i].remote.address.data(),
 						 r.peers[i].remote.family == AF_INET6 ? 128 : 32);
-			const std::string key = "rule " + std::to_string(route->oif) + " " + format_prefix(dst);
+			const std::string key = "rule " + std::to_string(*oif) + " " + format_prefix(dst);
 			SharedRule &rule = rules_[key];
 			const bool installed = !rule.holds.empty();
-			rule.ifindex = route->oif;
+			rule.ifindex = *oif;
 			rule.dst = dst;
 			const uint64_t hold = ++last_hold_;
 			rule.holds[hold] = RuleHold{r.pid, rate * n};
@@ -248,6 +248,7 @@ private:
 	uint16_t family_;
 	static constexpr char kHoldSeparator = '#';
 	std::map<std::string, SharedRule> rules_;
+	RouteDeviceCache devices_towards_;
 	uint64_t last_hold_ = 0;
 	std::map<std::string, SharedRto> rtos_;
 	std::map<uint32_t, uint64_t> linkrates_;	// ifindex -> the qdisc's link rate

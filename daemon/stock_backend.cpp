@@ -11,14 +11,30 @@
 #include "units.hpp"
 
 namespace gp::daemon {
+
+Expected<uint32_t> RouteDeviceCache::device_towards(const Endpoint &peer)
+{
+	const std::string name = format_endpoint(Endpoint{peer.family, peer.address, 0});
+	const auto now = std::chrono::steady_clock::now();
+	if (auto it = devices_.find(name); it != devices_.end() && now - it->second.second < kKept)
+		return it->second.first;
+	auto route = stock::lookup_route(peer);
+	if (!route)
+		return route.error();
+	if (!route->oif)
+		return make_error(ENODEV, "no device towards " + name);
+	if (devices_.size() > 4096)
+		devices_.clear();
+	devices_[name] = {route->oif, now};
+	return route->oif;
+}
+
 namespace {
 
 constexpr auto kRemovedRecordsKept = std::chrono::seconds(1);
 // A host shaper nobody has used for this long is removed: the device gets its default qdisc
 // back between collectives, not between the phases of one.
 constexpr auto kIdleShaperKept = std::chrono::seconds(2);
-// How long a peer's outgoing device is taken from the route lookup before it is looked up again.
-constexpr auto kDeviceLookupKept = std::chrono::seconds(10);
 
 struct SharedPacing {
 	pid_t pid = 0;
@@ -259,7 +275,7 @@ private:
 				by_socket.push_back(&t); // and its cap, as below
 				continue;
 			}
-			auto ifindex = device_towards(t.socket.remote);
+			auto ifindex = devices_towards_.device_towards(t.socket.remote);
 			if (!ifindex) {
 				errors.push_back("shaper: " + ifindex.error().message + "; paced by its own cap");
 				by_socket.push_back(&t);
@@ -311,24 +327,6 @@ private:
 		return stock::ShaperSettings{std::max<uint64_t>(bytes_per_second, 1), mtu_ + 100};
 	}
 
-	// The device the kernel sends to `peer` through, from the route lookup, kept a while.
-	Expected<uint32_t> device_towards(const Endpoint &peer)
-	{
-		const std::string name = format_endpoint(Endpoint{peer.family, peer.address, 0});
-		const auto now = std::chrono::steady_clock::now();
-		if (auto it = devices_towards_.find(name); it != devices_towards_.end() && now - it->second.second < kDeviceLookupKept)
-			return it->second.first;
-		auto route = stock::lookup_route(peer);
-		if (!route)
-			return route.error();
-		if (!route->oif)
-			return make_error(ENODEV, "no device towards " + name);
-		if (devices_towards_.size() > 4096)
-			devices_towards_.clear();
-		devices_towards_[name] = {route->oif, now};
-		return route->oif;
-	}
-
 	stock::StateStore store_;
 	stock::PacingActuator pacing_;
 	stock::RouteActuator routes_;
@@ -338,7 +336,7 @@ private:
 	std::map<std::string, SharedRoute> routes_held_;
 	std::map<std::string, SharedSteer> steered_;
 	std::map<uint32_t, DeviceShaper> devices_;
-	std::map<std::string, std::pair<uint32_t, std::chrono::steady_clock::time_point>> devices_towards_;
+	RouteDeviceCache devices_towards_;
 };
 
 } // namespace

@@ -14,6 +14,7 @@
 #include "host_counters.hpp"
 #include "plan_learner.hpp"
 #include "rate_bound.hpp"
+#include "segments.hpp"
 #include "latency_fluctuation.hpp"
 #include "units.hpp"
 
@@ -43,12 +44,12 @@ bool symmetric_kind(uint32_t kind)
 
 // The share of a link direction that ACKs of the reverse direction's data take, relative to
 // that data: one ACK (a frame of frame_overhead wire bytes: headers and framing, no payload)
-// per two full segments (Linux's delayed ACK) of mss + frame_overhead wire bytes each.
+// per two full segments (Linux's delayed ACK) of mss + frame_overhead wire bytes each. Taken
+// for IPv4 segments: the planner plans per bottleneck, not per connection.
 double reverse_ack_share(const Config &config)
 {
-	const double mss = config.mtu > 52 ? config.mtu - 52.0 : 536.0;
 	const double overhead = static_cast<double>(config.frame_overhead);
-	return overhead / (2.0 * (mss + overhead));
+	return overhead / (2.0 * full_segment(config, AF_INET).on_wire);
 }
 
 bool paced_kind(uint32_t kind)

@@ -197,6 +197,37 @@ TEST(ModelPlanner, LinearAlltoallIsPacedAtTheSharedRateBound)
 	EXPECT_EQ(longer.bucket_bps.back(), 0u) << "a byte longer than the queue share";
 }
 
+// The same 8+8 cluster on IPv6: an ACK frame is 20 bytes longer than IPv4's (its network
+// header), a full segment's wire bytes the same (its payload 20 shorter), so the ACKs take
+// a = (o + 20) / (2 (mss6 + o + 20)) of the reverse data, and the bound is lower by (1+a4)/(1+a6).
+TEST(ModelPlanner, ReverseAcksOfIpv6ConnectionsTakeTheirLongerHeaders)
+{
+	Config config;
+	config.bottlenecks = {Bottleneck{"left", 200000000, 40, {*parse_prefix("fd00:1::/64")}},
+			      Bottleneck{"right", 200000000, 40, {*parse_prefix("fd00:2::/64")}}};
+	std::vector<PlannedPeer> peers;
+	for (int r = 1; r < 16; ++r) {
+		PlannedPeer p;
+		p.remote = *parse_host_address((r < 8 ? "fd00:1::" : "fd00:2::") + std::to_string(r < 8 ? r + 1 : r - 7));
+		p.local = *parse_host_address("fd00:1::1");
+		p.rank = r;
+		peers.push_back(p);
+	}
+	auto planner = model_planner(config);
+	const uint64_t m = 65536;
+	const Plan plan = planner->plan(alltoall(m, GAPPACE_HINT_ALGORITHM_LINEAR), peers, config);
+	const double n = 8.0 * 8.0;
+	const double q = std::floor(40 * config.queue_share) * 1500;
+	const double o = static_cast<double>(config.frame_overhead);
+	const double a6 = (o + 20.0) / (2.0 * ((config.mtu - 72.0) + o + 20.0));
+	EXPECT_NEAR(a6, 110.0 / 3076.0, 1e-12);
+	const double bound = 200e6 / (1.0 + a6) * m / (n * m - q / 2);
+	EXPECT_NEAR(static_cast<double>(plan.rate_bps.back()), bound, 1.0) << plan.reason;
+	const Plan ipv4 = model_planner(two_sided())->plan(alltoall(m, GAPPACE_HINT_ALGORITHM_LINEAR), cluster_peers(),
+							    two_sided());
+	EXPECT_LT(plan.rate_bps.back(), ipv4.rate_bps.back());
+}
+
 // A 4+4 cluster: 16 flows start each phase, fewer than the 20 packets of the queue the models
 // plan with, so the sockets' own caps are enough and no bucket is asked for.
 TEST(ModelPlanner, NoBucketWhereThePhaseStartFitsTheQueue)

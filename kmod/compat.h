@@ -17,8 +17,8 @@
 #define MODULE_ALIAS_NET_SCH(id) MODULE_ALIAS("sch_" id)
 #endif
 
-/* Parsed attributes of a dump request: genl_dumpit_info grew a genl_info in 6.2. */
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
+/* Parsed attributes of a dump request: genl_dumpit_info grew a genl_info in 6.6. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 6, 0)
 #define gp_dump_attrs(cb) (genl_info_dump(cb)->attrs)
 #else
 #define gp_dump_attrs(cb) (genl_dumpit_info(cb)->attrs)
@@ -44,5 +44,36 @@
 #else
 #define GP_HAVE_PRIVATE_MCGRP 0
 #endif
+
+/*
+ * Established-socket lookup. 6.18 dropped the hashinfo argument (TCP was
+ * the last user after DCCP's removal; the helpers take the netns's own).
+ * @hinfo is ignored there.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 18, 0)
+#define gp_lookup_established4(net, hinfo, saddr, sport, daddr, hnum) \
+	({ (void)(hinfo); __inet_lookup_established(net, saddr, sport, daddr, hnum, 0, 0); })
+#define gp_lookup_established6(net, hinfo, saddr, sport, daddr, hnum) \
+	({ (void)(hinfo); __inet6_lookup_established(net, saddr, sport, daddr, hnum, 0, 0); })
+#else
+#define gp_lookup_established4(net, hinfo, saddr, sport, daddr, hnum) \
+	__inet_lookup_established(net, hinfo, saddr, sport, daddr, hnum, 0, 0)
+#define gp_lookup_established6(net, hinfo, saddr, sport, daddr, hnum) \
+	__inet6_lookup_established(net, hinfo, saddr, sport, daddr, hnum, 0, 0)
+#endif
+
+/*
+ * What the qdisc core counts for an skb the qdisc made itself (a GSO
+ * segment, a gap frame): its length, and since 6.19 its packet count
+ * (pkt_segs, which bstats now read instead of gso_segs; a segment still
+ * carries its parent's, a gap frame's clone carries 0).
+ */
+static inline void gp_set_qdisc_len(struct sk_buff *skb, unsigned int len)
+{
+	qdisc_skb_cb(skb)->pkt_len = len;
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 19, 0)
+	qdisc_skb_cb(skb)->pkt_segs = 1;
+#endif
+}
 
 #endif /* GAPPACE_COMPAT_H */

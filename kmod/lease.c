@@ -81,7 +81,9 @@ int gp_lease_init(void)
 {
 	int err;
 
-	gp_lease_wq = alloc_workqueue("gappace_lease", 0, 0);
+	/* unbound: no work here needs its CPU (and kernels from 7.2 warn
+	 * about a workqueue that says neither per-CPU nor unbound) */
+	gp_lease_wq = alloc_workqueue("gappace_lease", WQ_UNBOUND, 0);
 	if (!gp_lease_wq)
 		return -ENOMEM;
 	err = netlink_register_notifier(&gp_lease_notifier);

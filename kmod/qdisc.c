@@ -417,7 +417,7 @@ static int gp_enqueue_segments(struct sk_buff *skb, struct Qdisc *sch, struct gp
 	}
 	skb_list_walk_safe(segs, seg, next) {
 		skb_mark_not_on_list(seg);
-		qdisc_skb_cb(seg)->pkt_len = seg->len;
+		gp_set_qdisc_len(seg, seg->len);
 		gp_queue(sch, flow, seg);
 	}
 	q->gso_segmented++;
@@ -485,6 +485,8 @@ static struct sk_buff *gp_gap_frame(struct gp_sched_data *q, u32 wire)
 	if (!skb)
 		return NULL;
 	skb_trim(skb, gp_gap_frame_len(wire));
+	/* tc's "Sent" counts what the qdisc gave the device, gap frames too */
+	gp_set_qdisc_len(skb, skb->len);
 	skb->dev = dev;
 	skb_set_queue_mapping(skb, 0);
 	return skb;

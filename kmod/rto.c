@@ -18,7 +18,8 @@
  *    rto_min, and the floor only decays over several RTTs after a change.
  *    We apply at once what the estimator converges to:
  *        rttvar = mdev_max = max(mdev, new floor);  rto = srtt + rttvar
- *    (bounded by TCP_RTO_MAX). It keeps the measured deviation mdev, so the
+ *    (bounded by tcp_bound_rto(): TCP_RTO_MAX, or from 6.15 the socket's own
+ *    TCP_RTO_MAX_MS). It keeps the measured deviation mdev, so the
  *    RTO never drops below what the estimator itself would compute with the
  *    new floor; raising the floor (on restore) takes effect at once too.
  *  - Leases: each override is owned by the netlink socket that made it. When
@@ -47,6 +48,7 @@
 #include <net/tcp.h>
 #include <uapi/linux/gappace.h>
 
+#include "compat.h"
 #include "gappace.h"
 
 #define GP_RTO_MAX_OVERRIDES	65536
@@ -130,12 +132,12 @@ static struct sock *gp_lookup_tuple(struct net *net, const struct gp_rto_tuple *
 	/* the established hash is keyed from the incoming packet's view: the
 	 * peer is the source, the local end the destination */
 	if (t->family == AF_INET)
-		sk = __inet_lookup_established(net, hinfo, t->daddr.v4, t->dport, t->saddr.v4,
-					       ntohs(t->sport), 0, 0);
+		sk = gp_lookup_established4(net, hinfo, t->daddr.v4, t->dport, t->saddr.v4,
+					    ntohs(t->sport));
 #if IS_ENABLED(CONFIG_IPV6)
 	else
-		sk = __inet6_lookup_established(net, hinfo, &t->daddr.v6, t->dport, &t->saddr.v6,
-						ntohs(t->sport), 0, 0);
+		sk = gp_lookup_established6(net, hinfo, &t->daddr.v6, t->dport, &t->saddr.v6,
+					    ntohs(t->sport));
 #else
 	else
 		sk = NULL;
@@ -432,7 +434,9 @@ void gp_rto_release_owner(const struct net *net, u32 portid)
 
 int gp_rto_init(void)
 {
-	gp_rto_wq = alloc_workqueue("gappace_rto", 0, 0);
+	/* unbound: no work here needs its CPU (and kernels from 7.2 warn
+	 * about a workqueue that says neither per-CPU nor unbound) */
+	gp_rto_wq = alloc_workqueue("gappace_rto", WQ_UNBOUND, 0);
 	return gp_rto_wq ? 0 : -ENOMEM;
 }
 

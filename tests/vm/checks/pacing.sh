@@ -163,6 +163,18 @@ done
 
 # --- tc shows the qdisc's counters through the plugin
 grep -q "gap_frames" "$res/tc-show.txt" || fail "tc -s qdisc show prints no gappace counters"
+# tc's "Sent" is what the qdisc gave the device, gap frames included (one output: the same
+# instant): packets exactly; bytes differ by the padding of short data frames the counters add
+tcfield() { grep -oE "$1 [0-9]+" "$res/tc-show.txt" | head -n 1 | awk '{print $2}'; }
+sent_bytes=$(grep -oE "Sent [0-9]+ bytes" "$res/tc-show.txt" | awk '{print $2}')
+sent_pkts=$(grep -oE "bytes [0-9]+ pkt" "$res/tc-show.txt" | awk '{print $2}')
+counted_pkts=$(($(tcfield data_packets) + $(tcfield gap_frames)))
+counted_bytes=$(($(tcfield data_bytes) + $(tcfield gap_bytes)))
+[[ $sent_pkts == "$counted_pkts" ]] \
+	|| fail "tc Sent $sent_pkts pkt, but data_packets + gap_frames = $counted_pkts"
+((sent_bytes <= counted_bytes && counted_bytes - sent_bytes <= $(tcfield data_packets) * 46)) \
+	|| fail "tc Sent $sent_bytes bytes, but data_bytes + gap_bytes = $counted_bytes"
+note "tc Sent $sent_bytes bytes $sent_pkts pkt (counters: $counted_bytes bytes, $counted_pkts frames)"
 
 note ""
 ((fails == 0)) && note "pacing: all checks passed" || note "pacing: $fails checks failed"

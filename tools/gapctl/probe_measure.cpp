@@ -628,19 +628,19 @@ Expected<ProbeResult> run_probe(const ProbeOptions &options)
 		auto pingpong = measure_pingpong(client, size, schedule.pingpong, budget, clock_cost);
 		if (!pingpong)
 			return pingpong.error();
-		point.rtt_us = trimmed_mean(pingpong->rtt_us);
-		point.os_us = trimmed_mean(pingpong->os_us);
-		point.or_us = trimmed_mean(pingpong->or_us);
+		point.rtt_us = robust_mean(pingpong->rtt_us);
+		point.os_us = robust_mean(pingpong->os_us);
+		point.or_us = robust_mean(pingpong->or_us);
 		point.reps = static_cast<uint32_t>(pingpong->rtt_us.size());
 		auto exchange = measure_exchange(client, size, schedule.exchange, budget);
 		if (!exchange)
 			return exchange.error();
-		point.exchange_us = trimmed_mean(*exchange);
+		point.exchange_us = robust_mean(*exchange);
 		point.exchange_reps = static_cast<uint32_t>(exchange->size() * 2);
 		auto gaps = measure_gap(client, size, schedule, budget);
 		if (!gaps)
 			return gaps.error();
-		point.g_us = trimmed_mean(*gaps);
+		point.g_us = robust_mean(*gaps);
 		point.trains = static_cast<uint32_t>(gaps->size());
 		point.train_length = schedule.train_length;
 		say(options, "size " + std::to_string(size) + " B: rtt " + fixed(point.rtt_us) + " us, exchange " +

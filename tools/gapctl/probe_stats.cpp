@@ -67,6 +67,12 @@ double median(std::span<const double> samples)
 	return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
 }
 
+double robust_mean(std::span<const double> samples, double trim)
+{
+	const Summary s = summarize(samples, trim);
+	return s.used < s.samples ? s.mean : median(samples);
+}
+
 double quantile(std::span<const double> samples, double q)
 {
 	if (samples.empty())

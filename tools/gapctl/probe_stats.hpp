@@ -32,6 +32,11 @@ inline double trimmed_mean(std::span<const double> samples, double trim = kTrimF
 	return summarize(samples, trim).mean;
 }
 double median(std::span<const double> samples);
+// The per-size figures of the probe: the trimmed mean where the trim cuts something (10 values
+// or more at 10 %), else the median. Large messages get few repetitions (3 trains of a 16 MiB
+// probe), and the trimmed mean of 3 is their plain mean: one train that paid a retransmission
+// timeout would move g, and the link rate taken from it, by the whole timeout.
+double robust_mean(std::span<const double> samples, double trim = kTrimFraction);
 // The q-quantile (0..1) with linear interpolation between order statistics; 0 when empty.
 double quantile(std::span<const double> samples, double q);
 // Which quantile of the loaded delay counts as "the port full" (see probe_measure.hpp).

@@ -9,24 +9,31 @@
 namespace gp::daemon {
 namespace {
 
-Config two_sided(uint64_t capacity = 200000000)
+// The two sides' subnets: 10.1.0.0/24 and 10.1.1.0/24, or fd00:1::/64 and fd00:2::/64.
+std::string side_address(bool right, int host, bool ipv6)
+{
+	if (ipv6)
+		return (right ? "fd00:2::" : "fd00:1::") + std::to_string(host);
+	return (right ? "10.1.1." : "10.1.0.") + std::to_string(host);
+}
+
+Config two_sided(uint64_t capacity = 200000000, bool ipv6 = false)
 {
 	Config c;
-	Bottleneck left{"left", capacity, 40, {*parse_prefix("10.1.0.0/24")}};
-	Bottleneck right{"right", capacity, 40, {*parse_prefix("10.1.1.0/24")}};
+	Bottleneck left{"left", capacity, 40, {*parse_prefix(ipv6 ? "fd00:1::/64" : "10.1.0.0/24")}};
+	Bottleneck right{"right", capacity, 40, {*parse_prefix(ipv6 ? "fd00:2::/64" : "10.1.1.0/24")}};
 	c.bottlenecks = {left, right};
 	return c;
 }
 
-// An 8+8 cluster seen from 10.1.0.1 (rank 0): ranks 1..7 on the left, 8..15 on the right.
-std::vector<PlannedPeer> cluster_peers()
+// An 8+8 cluster seen from host 1 of the left (rank 0): ranks 1..7 on the left, 8..15 on the right.
+std::vector<PlannedPeer> cluster_peers(bool ipv6 = false)
 {
 	std::vector<PlannedPeer> peers;
 	for (int r = 1; r < 16; ++r) {
 		PlannedPeer p;
-		std::string address = r < 8 ? "10.1.0." + std::to_string(r + 1) : "10.1.1." + std::to_string(r - 7);
-		p.remote = *parse_host_address(address);
-		p.local = *parse_host_address("10.1.0.1");
+		p.remote = *parse_host_address(r < 8 ? side_address(false, r + 1, ipv6) : side_address(true, r - 7, ipv6));
+		p.local = *parse_host_address(side_address(false, 1, ipv6));
 		p.rank = r;
 		peers.push_back(p);
 	}
@@ -202,17 +209,8 @@ TEST(ModelPlanner, LinearAlltoallIsPacedAtTheSharedRateBound)
 // a = (o + 20) / (2 (mss6 + o + 20)) of the reverse data, and the bound is lower by (1+a4)/(1+a6).
 TEST(ModelPlanner, ReverseAcksOfIpv6ConnectionsTakeTheirLongerHeaders)
 {
-	Config config;
-	config.bottlenecks = {Bottleneck{"left", 200000000, 40, {*parse_prefix("fd00:1::/64")}},
-			      Bottleneck{"right", 200000000, 40, {*parse_prefix("fd00:2::/64")}}};
-	std::vector<PlannedPeer> peers;
-	for (int r = 1; r < 16; ++r) {
-		PlannedPeer p;
-		p.remote = *parse_host_address((r < 8 ? "fd00:1::" : "fd00:2::") + std::to_string(r < 8 ? r + 1 : r - 7));
-		p.local = *parse_host_address("fd00:1::1");
-		p.rank = r;
-		peers.push_back(p);
-	}
+	const Config config = two_sided(200000000, true);
+	const std::vector<PlannedPeer> peers = cluster_peers(true);
 	auto planner = model_planner(config);
 	const uint64_t m = 65536;
 	const Plan plan = planner->plan(alltoall(m, GAPPACE_HINT_ALGORITHM_LINEAR), peers, config);

@@ -73,6 +73,7 @@ TEST(Arguments, DefaultsAndSuffixes)
 	EXPECT_EQ(o->stall_ms, 100u);
 	EXPECT_EQ(o->hints, HintMode::None);
 	EXPECT_TRUE(o->verify);
+	EXPECT_FALSE(o->trace_iterations);
 	EXPECT_FALSE(o->capacity_bps);
 	EXPECT_FALSE(o->cc);
 }
@@ -81,7 +82,8 @@ TEST(Arguments, EveryOption)
 {
 	auto args = minimal({"--pattern", "half", "--side", "right", "--capacity", "200mbit", "--timeout", "0.5",
 			     "--setup-timeout", "3", "--stall-ms", "250", "--hints", "iteration", "--sndbuf", "4m",
-			     "--rcvbuf", "2m", "--cc", "cubic", "--out", "/tmp/x.json", "--no-verify"});
+			     "--rcvbuf", "2m", "--cc", "cubic", "--out", "/tmp/x.json", "--no-verify",
+			     "--trace-iterations"});
 	// --volume instead of --iterations
 	args.erase(args.begin() + 10, args.begin() + 12);
 	args.insert(args.end(), {"--volume", "1g"});
@@ -99,6 +101,7 @@ TEST(Arguments, EveryOption)
 	EXPECT_EQ(o->cc, "cubic");
 	EXPECT_EQ(o->out, "/tmp/x.json");
 	EXPECT_FALSE(o->verify);
+	EXPECT_TRUE(o->trace_iterations);
 	EXPECT_EQ(o->volume, 1ULL << 30);
 	EXPECT_FALSE(o->iterations);
 }
@@ -327,6 +330,37 @@ TEST(Stats, AnIterationStallsOnceWhateverTheNumberOfRanks)
 	EXPECT_EQ(count_stalled_samples(d, 500), 2u);
 }
 
+TEST(Stats, TraceJoinsTheRanksOfEachIteration)
+{
+	// rank 2 traced nothing (it adds no time either); rank 1 ran one iteration fewer
+	const std::vector<std::vector<uint64_t>> d{{100, 400, 110, 90}, {120, 300, 500}, {9999, 9999}};
+	const std::vector<std::vector<uint32_t>> retrans{{0, 3, 0, 0}, {0, 2, 1}, {}};
+	const auto trace = trace_iterations(d, retrans);
+	ASSERT_EQ(trace.size(), 4u);
+	EXPECT_EQ(trace[0].slowest_ns, 120u);
+	EXPECT_EQ(trace[0].retrans, 0u);
+	EXPECT_EQ(trace[1].slowest_ns, 400u);
+	EXPECT_EQ(trace[1].retrans, 5u);
+	EXPECT_EQ(trace[2].slowest_ns, 500u);
+	EXPECT_EQ(trace[2].retrans, 1u);
+	EXPECT_EQ(trace[3].slowest_ns, 90u);
+
+	const auto summary = summarize_trace(trace);
+	EXPECT_EQ(summary.iterations, 4u);
+	EXPECT_EQ(summary.with_retrans, 2u);
+	EXPECT_EQ(summary.retrans, 6u);
+	EXPECT_EQ(summary.p50_with_ns, 400u);	  // nearest rank of {400, 500}
+	EXPECT_EQ(summary.p50_without_ns, 90u);	  // of {90, 120}
+	// (400 - 90) + (500 - 90) of 120 + 400 + 500 + 90
+	EXPECT_DOUBLE_EQ(summary.excess_share, 720.0 / 1110.0);
+
+	// nothing clean to compare with: no excess claimed
+	const auto all_lossy = summarize_trace({{100, 1}, {200, 2}});
+	EXPECT_FALSE(all_lossy.p50_without_ns);
+	EXPECT_EQ(all_lossy.excess_share, 0.0);
+	EXPECT_EQ(summarize_trace({}).iterations, 0u);
+}
+
 // ---------------------------------------------------------------------------------------------
 // /proc counters
 
@@ -503,6 +537,19 @@ TEST(Wire, MessagesRoundTrip)
 	auto truncated = encode_result(r);
 	truncated.body.pop_back();
 	EXPECT_FALSE(decode_result(truncated));
+
+	// --trace-iterations: one retransmission count per duration, or none at all
+	r.iteration_retrans = {0, 7, 1};
+	const auto traced = decode_result(encode_result(r));
+	ASSERT_TRUE(traced) << traced.error().message;
+	EXPECT_EQ(traced->iteration_retrans, r.iteration_retrans);
+	EXPECT_EQ(traced->iteration_ns, r.iteration_ns);
+	EXPECT_TRUE(result->iteration_retrans.empty());
+	r.iteration_retrans = {0, 7};
+	const auto uneven = decode_result(encode_result(r));
+	ASSERT_FALSE(uneven);
+	EXPECT_NE(uneven.error().message.find("2 traced iterations for 3 durations"), std::string::npos)
+		<< uneven.error().message;
 	EXPECT_FALSE(decode_table(encode_announce(a)));
 	auto old_version = encode_announce(a);
 	old_version.body[3] = 9;
@@ -787,6 +834,30 @@ TEST_F(LoopbackRun, ThreeRanksMoveEveryByte)
 	EXPECT_EQ(slurp(dir_ + "/stdout.1"), "");
 }
 
+TEST_F(LoopbackRun, TracedIterationsAddUpToTheSocketsRetransmissions)
+{
+	for (int r = 0; r < 2; ++r)
+		start(r, 2, {"--msg", "64k", "--iterations", "5", "--trace-iterations"});
+	EXPECT_EQ(wait_rank(1), 0) << slurp(ranks_[1].err_file);
+	EXPECT_EQ(wait_rank(0), 0) << slurp(ranks_[0].err_file);
+	const auto json = nlohmann::json::parse(slurp(dir_ + "/report.json"));
+	const auto &trace = json["iteration_trace"];
+	ASSERT_TRUE(trace.is_object()) << json.dump();
+	EXPECT_EQ(trace["iterations"], 5);
+	ASSERT_EQ(trace["slowest_us"].size(), 5u);
+	ASSERT_EQ(trace["retrans_per_iteration"].size(), 5u);
+	uint64_t sum = 0;
+	for (const auto &n : trace["retrans_per_iteration"])
+		sum += n.get<uint64_t>();
+	EXPECT_EQ(trace["retrans"], sum);
+	// the sockets' own count covers the warm-up too: never less than the traced iterations
+	EXPECT_LE(sum, json["tcp_info"]["total_retrans"].get<uint64_t>());
+	double slowest = 0;
+	for (const auto &us : trace["slowest_us"])
+		slowest = std::max(slowest, us.get<double>());
+	EXPECT_DOUBLE_EQ(slowest, json["iteration_us"]["max"].get<double>());
+}
+
 TEST_F(LoopbackRun, VolumeSetsTheIterationsAndRingWorks)
 {
 	for (int r = 0; r < 2; ++r)
@@ -798,6 +869,7 @@ TEST_F(LoopbackRun, VolumeSetsTheIterationsAndRingWorks)
 	EXPECT_EQ(json["bytes_total"], 1 << 20);
 	EXPECT_EQ(json["bytes_cross"], 0); // no sides given
 	EXPECT_TRUE(json["fraction_of_capacity"].is_null());
+	EXPECT_FALSE(json.contains("iteration_trace")); // not asked for
 }
 
 TEST_F(LoopbackRun, AShapeMismatchFailsEveryRankAtOnce)

@@ -50,6 +50,10 @@ struct Options {
 	std::optional<std::string> cc;
 	std::optional<std::string> out;
 	bool verify = true;
+	// Per iteration: the data sockets' retransmissions (tcpi_total_retrans read at every
+	// iteration's end), reported with each iteration's slowest rank. Off by default: the reads
+	// cost a few microseconds per peer, which 1 KB iterations would notice.
+	bool trace_iterations = false;
 	bool help = false;
 };
 

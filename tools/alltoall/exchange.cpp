@@ -80,6 +80,8 @@ void Exchange::begin()
 	const uint64_t now = monotonic_ns();
 	run_start_ns_ = now;
 	running_ = true;
+	if (shape_.trace)
+		retrans_seen_ = sockets_retrans();
 	hints_.run_begin();
 	start_iteration(now);
 }
@@ -193,6 +195,11 @@ Expected<Step> Exchange::pump()
 		const uint64_t now = monotonic_ns();
 		const uint64_t took = now - iteration_start_ns_;
 		iteration_ns_.push_back(took);
+		if (shape_.trace) {
+			const uint64_t retrans = sockets_retrans();
+			iteration_retrans_.push_back(static_cast<uint32_t>(std::min<uint64_t>(retrans - retrans_seen_, UINT32_MAX)));
+			retrans_seen_ = retrans;
+		}
 		hints_.iteration_end(took);
 		++iterations_done_;
 		if (finished()) {
@@ -220,6 +227,18 @@ void Exchange::detach(EventLoop &loop)
 	attached_ = false;
 }
 
+uint64_t Exchange::sockets_retrans() const
+{
+	uint64_t total = 0;
+	for (int peer : schedule_.peers) {
+		tcp_info info{};
+		socklen_t length = sizeof(info);
+		if (::getsockopt(streams_[peer].link->fd.get(), IPPROTO_TCP, TCP_INFO, &info, &length) == 0)
+			total += info.tcpi_total_retrans;
+	}
+	return total;
+}
+
 void Exchange::fill(RankResult &result) const
 {
 	result.wall_ns = run_end_ns_ >= run_start_ns_ ? run_end_ns_ - run_start_ns_ : 0;
@@ -229,6 +248,7 @@ void Exchange::fill(RankResult &result) const
 	result.bytes_cross_received = bytes_cross_received_;
 	result.iterations_done = iterations_done_;
 	result.iteration_ns = iteration_ns_;
+	result.iteration_retrans = iteration_retrans_;
 	result.tcp_info = {};
 	for (int peer : schedule_.peers) {
 		tcp_info info{};

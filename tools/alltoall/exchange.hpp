@@ -34,6 +34,7 @@ struct ExchangeShape {
 	uint64_t msg = 0;
 	uint64_t iterations = 0;
 	bool verify = true;
+	bool trace = false; // record each iteration's retransmissions (Options::trace_iterations)
 };
 
 class Exchange {
@@ -70,6 +71,8 @@ private:
 	Expected<void> on_event(Stream &stream, uint32_t events);
 	Expected<void> read_all(Stream &stream);
 	void start_iteration(uint64_t now);
+	// tcpi_total_retrans summed over this rank's data sockets.
+	uint64_t sockets_retrans() const;
 
 	ExchangeShape shape_;
 	std::vector<PeerLink> &links_;
@@ -91,6 +94,8 @@ private:
 	uint64_t run_end_ns_ = 0;
 	bool running_ = false;
 	std::vector<uint64_t> iteration_ns_;
+	uint64_t retrans_seen_ = 0;		  // sockets_retrans() at the last iteration's end
+	std::vector<uint32_t> iteration_retrans_; // with shape_.trace: one per completed iteration
 	uint64_t bytes_sent_ = 0, bytes_received_ = 0, bytes_cross_sent_ = 0, bytes_cross_received_ = 0;
 	bool attached_ = false;
 	bool failed_ = false;

@@ -60,6 +60,38 @@ template <class T> void optional_field(JsonWriter &json, const char *name, const
 
 double microseconds(uint64_t ns) { return static_cast<double>(ns) / 1000.0; }
 
+void optional_microseconds(JsonWriter &json, const char *name, std::optional<uint64_t> ns)
+{
+	json.key(name);
+	if (ns)
+		json.value(microseconds(*ns));
+	else
+		json.null();
+}
+
+// Which iterations retransmitted and what they cost: the summary, then one entry per
+// iteration index (slowest rank's time, all ranks' retransmissions).
+void write_iteration_trace(JsonWriter &json, const std::vector<TracedIteration> &trace)
+{
+	const TraceSummary summary = summarize_trace(trace);
+	json.key("iteration_trace").begin_object();
+	json.field("iterations", static_cast<uint64_t>(summary.iterations));
+	json.field("with_retrans", static_cast<uint64_t>(summary.with_retrans));
+	json.field("retrans", summary.retrans);
+	optional_microseconds(json, "p50_us_with_retrans", summary.p50_with_ns);
+	optional_microseconds(json, "p50_us_without", summary.p50_without_ns);
+	json.field("excess_share", summary.excess_share);
+	json.key("slowest_us").begin_array();
+	for (const auto &it : trace)
+		json.value(microseconds(it.slowest_ns));
+	json.end_array();
+	json.key("retrans_per_iteration").begin_array();
+	for (const auto &it : trace)
+		json.value(it.retrans);
+	json.end_array();
+	json.end_object();
+}
+
 } // namespace
 
 std::string build_report(const ReportInput &in)
@@ -73,6 +105,8 @@ std::string build_report(const ReportInput &in)
 
 	std::vector<const RankResult *> present;
 	std::vector<std::vector<uint64_t>> durations;
+	std::vector<std::vector<uint32_t>> retransmissions; // --trace-iterations
+	bool traced = false;
 	uint64_t wall_max = 0, bytes_total = 0, cross_l2r = 0, cross_r2l = 0;
 	std::optional<uint64_t> iterations_completed;
 	bool any_rank_timed_out = false, verified = true;
@@ -85,6 +119,8 @@ std::string build_report(const ReportInput &in)
 		const RankResult &res = *in.results[r];
 		present.push_back(&res);
 		durations.push_back(res.iteration_ns);
+		retransmissions.push_back(res.iteration_retrans);
+		traced |= !res.iteration_retrans.empty();
 		wall_max = std::max(wall_max, res.wall_ns);
 		bytes_total += res.bytes_sent;
 		// Delivered bytes: a right rank received them from the left, and the other way round.
@@ -195,6 +231,9 @@ std::string build_report(const ReportInput &in)
 	const uint64_t stall_ns = o.stall_ms * 1000000;
 	json.field("stalled_iterations", static_cast<uint64_t>(count_stalled_iterations(durations, stall_ns)));
 	json.field("stalled_samples", static_cast<uint64_t>(count_stalled_samples(durations, stall_ns)));
+
+	if (traced)
+		write_iteration_trace(json, trace_iterations(durations, retransmissions));
 
 	const auto totals = sum_counters_by_namespace(present);
 	json.key("tcp").begin_object();

@@ -31,6 +31,9 @@ struct RankResult {
 	uint64_t bytes_cross_received = 0;
 	uint64_t iterations_done = 0;
 	std::vector<uint64_t> iteration_ns; // one per completed iteration
+	// With --trace-iterations, one per completed iteration: how many segments the rank's data
+	// sockets retransmitted between its end and the previous one's. Empty otherwise.
+	std::vector<uint32_t> iteration_retrans;
 	uint64_t netns_inode = 0;
 	bool counters_valid = false; // both snapshots were read
 	CounterSnapshot counters_before, counters_after;

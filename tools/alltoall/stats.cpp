@@ -55,4 +55,57 @@ size_t count_stalled_samples(const std::vector<std::vector<uint64_t>> &per_rank_
 	return stalled;
 }
 
+std::vector<TracedIteration> trace_iterations(const std::vector<std::vector<uint64_t>> &per_rank_ns,
+					      const std::vector<std::vector<uint32_t>> &per_rank_retrans)
+{
+	std::vector<TracedIteration> trace;
+	for (size_t r = 0; r < per_rank_ns.size() && r < per_rank_retrans.size(); ++r) {
+		const auto &durations = per_rank_ns[r];
+		const auto &retrans = per_rank_retrans[r];
+		const size_t n = std::min(durations.size(), retrans.size());
+		if (trace.size() < n)
+			trace.resize(n);
+		for (size_t k = 0; k < n; ++k) {
+			trace[k].slowest_ns = std::max(trace[k].slowest_ns, durations[k]);
+			trace[k].retrans += retrans[k];
+		}
+	}
+	return trace;
+}
+
+namespace {
+
+std::optional<uint64_t> median(std::vector<uint64_t> samples)
+{
+	if (samples.empty())
+		return std::nullopt;
+	std::sort(samples.begin(), samples.end());
+	return nearest_rank(samples, 50);
+}
+
+} // namespace
+
+TraceSummary summarize_trace(const std::vector<TracedIteration> &trace)
+{
+	TraceSummary summary;
+	summary.iterations = trace.size();
+	std::vector<uint64_t> with, without;
+	uint64_t total_ns = 0;
+	for (const auto &it : trace) {
+		summary.retrans += it.retrans;
+		total_ns += it.slowest_ns;
+		(it.retrans > 0 ? with : without).push_back(it.slowest_ns);
+	}
+	summary.with_retrans = with.size();
+	summary.p50_with_ns = median(with);
+	summary.p50_without_ns = median(without);
+	if (summary.p50_without_ns && total_ns > 0) {
+		uint64_t excess = 0;
+		for (uint64_t ns : with)
+			excess += ns > *summary.p50_without_ns ? ns - *summary.p50_without_ns : 0;
+		summary.excess_share = static_cast<double>(excess) / static_cast<double>(total_ns);
+	}
+	return summary;
+}
+
 } // namespace gp::alltoall

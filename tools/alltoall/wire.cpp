@@ -289,6 +289,9 @@ Frame encode_result(const RankResult &res)
 	w.u32(static_cast<uint32_t>(res.iteration_ns.size()));
 	for (uint64_t ns : res.iteration_ns)
 		w.u64(ns);
+	w.u32(static_cast<uint32_t>(res.iteration_retrans.size()));
+	for (uint32_t n : res.iteration_retrans)
+		w.u32(n);
 	return {MessageType::Result, w.take()};
 }
 
@@ -328,6 +331,15 @@ Expected<RankResult> decode_result(const Frame &frame)
 	res.iteration_ns.reserve(count);
 	for (uint32_t i = 0; i < count; ++i)
 		res.iteration_ns.push_back(r.u64());
+	const uint32_t traced = r.u32();
+	if (traced != 0 && traced != count)
+		return protocol_error("RESULT has " + std::to_string(traced) + " traced iterations for " +
+				      std::to_string(count) + " durations");
+	if (traced > r.remaining() / 4)
+		return protocol_error("RESULT claims " + std::to_string(traced) + " traced iterations");
+	res.iteration_retrans.reserve(traced);
+	for (uint32_t i = 0; i < traced; ++i)
+		res.iteration_retrans.push_back(r.u32());
 	return finish(r, std::move(res), "RESULT");
 }
 

@@ -11,7 +11,8 @@
 #                   [--remedies pacing,rto|pacing|rto|none] [--learn] [--loss-check PHASES (default 32, 0: off)]
 #                   [--queue-share F (the daemons' [planner] queue_share; default: theirs)]
 #                   [--pacer socket|host (the daemons' [pacing] pacer; default: host)]
-# Environment: GP_BENCH_PACING_TOML, more keys for the daemons' [pacing] table (experiments).
+# Environment: GP_BENCH_PACING_TOML, more keys for the daemons' [pacing] table (experiments);
+# GP_BENCH_ALLTOALL_ARGS, more gp-alltoall options, split at spaces (--trace-iterations).
 #
 # For every topology (N+N hosts, one bottleneck of rate C with a FIFO of q packets per
 # direction), message size m and variant, it runs the TCP all-to-all (gp-alltoall) or a real
@@ -248,6 +249,9 @@ run_alltoall() { # VARIANT SIZE -> one JSON line on stdout
 	pace | rto+pace) extra+=(--pacing-rate $((C_BPS / n_left))) ;;
 	gappaced) extra+=(--hints iteration) ;;
 	esac
+	local -a more=()
+	read -r -a more <<<"${GP_BENCH_ALLTOALL_ARGS:-}"
+	extra+=("${more[@]}")
 	GAPPACE_HINTS_SOCK=$GAPPACE_HINTS_SOCK "$CLUSTER/alltoall.sh" --state "$GPC_STATE" -- \
 		--msg "$m" --volume "$volume" --pattern "$PATTERN" --capacity "$C_BPS" --cc cubic \
 		--timeout "$CELL_TIMEOUT" "${extra[@]}" 2>"$TMP/alltoall.err" || true

@@ -344,6 +344,7 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 		double share_bps = 0; // each connection's share of what the bottleneck carries for data
 		// The unpaced burst fits the whole queue (the models plan with a share of it).
 		bool burst_fits_queue = false;
+		double burst_over_queue = 0; // the unpaced burst (k·m) over the whole queue
 	};
 	std::vector<Decided> decided;
 	std::vector<Crossing> crossed = crossings(phase, peers, config);
@@ -388,7 +389,9 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 		const double share = link.capacity_bps / static_cast<double>(std::max<uint64_t>(1, c.senders * c.fanout));
 		const bool fits = !models::overflows(link.capacity_bps, static_cast<double>(q * config.mtu), shape.bytes_per_peer,
 						     c.senders * c.fanout, models::kUnboundedRate);
-		decided.push_back(Decided{std::move(c), d, share, fits});
+		const double burst_over_queue = shape.bytes_per_peer * static_cast<double>(c.senders * c.fanout) /
+						static_cast<double>(std::max<uint64_t>(1, q * config.mtu));
+		decided.push_back(Decided{std::move(c), d, share, fits, burst_over_queue});
 	}
 
 	// The models' choice for the whole phase: what any bottleneck's choice changes. Each plan's
@@ -414,9 +417,11 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 	// The loss check (models/loss_check.hpp): where the plan remedies a predicted loss of the
 	// unpaced burst, the host's counters say whether that loss happens.
 	bool loss_predicted = false, burst_fits_queue = !decided.empty();
+	double burst_over_queue = 0;
 	for (const Decided &x : decided) {
 		loss_predicted = loss_predicted || x.decision.prediction(models::PlanKind::Nothing).loss_expected;
 		burst_fits_queue = burst_fits_queue && x.burst_fits_queue;
+		burst_over_queue = std::max(burst_over_queue, x.burst_over_queue);
 	}
 	const bool remedied = loss_predicted && model_kind != models::PlanKind::Nothing &&
 			      candidates[static_cast<size_t>(models::PlanKind::Rto)].allowed;
@@ -439,7 +444,8 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 			budget.paced_slack = std::max(0.0, paced_us / unpaced_us - 1);
 	}
 	const models::LossDirective directive = loss_check_.begin(
-		key, remedied, model_phase_us, [this] { return read_counters(); }, budget, burst_fits_queue);
+		key, remedied, model_phase_us, [this] { return read_counters(); }, budget, burst_fits_queue,
+		burst_over_queue);
 	std::optional<models::PlanKind> checked;
 	if (directive == models::LossDirective::Trial || directive == models::LossDirective::Floored)
 		checked = models::PlanKind::Rto;

@@ -13,7 +13,10 @@
 //      Only short phases are tried (predicted at most kTrialPhaseMaxUs): a failed trial runs
 //      about two phases unpaced, and what a wrong verdict costs a remedied phase, the control
 //      plane's work for it, matters only where phases are short. Long phases are long because
-//      n·m is many times the queue, where the verdict is not in doubt.
+//      n·m is many times the queue, where the verdict is not in doubt. Nor is it where the
+//      unpaced burst is more than kTrialBurstOverQueueMax times the whole queue, however short
+//      the phase: stock Linux survives a burst B > q only if its flows' starts spread over
+//      (B − q)/C, and at B = 2q that is half the phase's own time at the bottleneck.
 //   2. Verdict. The trial fails as soon as the host loses a segment or pays a timeout (needless
 //      retransmissions and spurious timeouts not counted: HostTcpCounters). It passes after
 //      kTrialPhases phases without either: the unpaced burst does not overflow. Nothing less
@@ -163,6 +166,7 @@ public:
 	static constexpr uint64_t kRetryMaxPhases = 65536;
 	static constexpr uint64_t kDefaultTrialPhases = 32;
 	static constexpr double kTrialPhaseMaxUs = 50000;
+	static constexpr double kTrialBurstOverQueueMax = 2;
 	static constexpr uint64_t kFlooredAuditEvery = 16;
 	static constexpr double kFlooredWindowUs = 1e6;
 
@@ -179,9 +183,11 @@ public:
 	// weighed against (LossBudget).
 	// `burst_fits_queue`: the unpaced burst fits the whole switch queue, though not the
 	// share the models plan with; a key never checked then starts lossless (6.).
+	// `burst_over_queue`: the unpaced burst over the whole switch queue (the largest of the
+	// phase's bottlenecks); no trial starts above kTrialBurstOverQueueMax.
 	template <class Read>
 	LossDirective begin(const CalibrationKey &key, bool remedied, double phase_us, Read &&read,
-			    const LossBudget &budget = {}, bool burst_fits_queue = false);
+			    const LossBudget &budget = {}, bool burst_fits_queue = false, double burst_over_queue = 0);
 	// After the END of a phase of `key` that ran with `applied`.
 	template <class Read> void end(const CalibrationKey &key, PlanKind applied, Read &&read);
 
@@ -229,7 +235,7 @@ private:
 
 template <class Read>
 LossDirective LossCheck::begin(const CalibrationKey &key, bool remedied, double phase_us, Read &&read,
-			       const LossBudget &budget, bool burst_fits_queue)
+			       const LossBudget &budget, bool burst_fits_queue, double burst_over_queue)
 {
 	if (!remedied || trial_phases_ == 0)
 		return LossDirective::Model;
@@ -238,7 +244,7 @@ LossDirective LossCheck::begin(const CalibrationKey &key, bool remedied, double 
 		return LossDirective::Model;
 	++e->state.phases;
 	e->state.budget = budget;
-	const bool may_start = phase_us <= kTrialPhaseMaxUs;
+	const bool may_start = phase_us <= kTrialPhaseMaxUs && burst_over_queue <= kTrialBurstOverQueueMax;
 	if (!needs_counters_at_begin(*e, may_start, burst_fits_queue))
 		return on_begin(*e, std::nullopt, false, may_start, burst_fits_queue);
 	return on_begin(*e, read(), true, may_start, burst_fits_queue);

@@ -2,8 +2,10 @@
 # The models' loss verdict checked on real TCP (Documentation/models.md, "Checking the loss
 # verdict"): 2+2 namespace hosts, a 200mbit bottleneck, cubic, gappaced (stock backend, models
 # planner) in every host, gp-alltoall sending a hint per iteration. Two clusters:
-#   * refuted: the real FIFO holds 1000 packets, but the daemons are told 2, so the models
-#     predict that 2 x 8 KiB overflow and would pace. Every host's trial (32 phases unpaced with
+#   * refuted: the real FIFO holds 1000 packets, but the daemons are told 16, so the models
+#     predict that the 4 flows x 8 KiB crossing each way (32 KiB, 1.4 times the 24 KB they
+#     believe) overflow and would pace. (A burst of more than twice the queue is not tried at
+#     all: models/loss_check.hpp, 1.) Every host's trial (32 phases unpaced with
 #     the floor) sees no loss (or its retry at phase 256 does, after a stray retransmission): the
 #     key becomes lossless, its phases run as sent, and the daemons advise the senders to skip
 #     its hints (quiet advice counted, phases no longer paced); the skipped phases' count and
@@ -11,7 +13,8 @@
 #     packets under the running daemons: unpaced bursts lose segments, and every host's audit
 #     ends its verdict, on its lost share (lossy: paced) or, if its timeouts come first, on
 #     them (floored: unpaced with the floor), which the test checks where it happens;
-#   * confirmed: the real FIFO holds 4 packets and 64 KiB messages overflow it. Every host's trial
+#   * confirmed: the real FIFO holds 4 packets, the daemons are told 100 (150 KB), and bursts
+#     of 4 flows x 64 KiB (1.7 times that, 44 times the real queue) overflow it. Every host's trial
 #     fails on the host's own counters (a lost segment or a timeout) within a few phases, and the
 #     key's later phases are paced.
 #
@@ -69,10 +72,10 @@ run_job() { # NAME MSG ITERATIONS
 	return 0
 }
 
-# ---- refuted: a 1000-packet FIFO the daemons believe holds 2
+# ---- refuted: a 1000-packet FIFO the daemons believe holds 16
 gp_cluster_up "$TMP/refuted.state" --left 2 --right 2 --rate 200mbit --queue 1000 --cc cubic 2>/dev/null
-echo "cluster: ${GPC_HOSTS[*]}, FIFO 1000 packets (the daemons are told 2), cc $GPC_CC"
-start_daemons 2
+echo "cluster: ${GPC_HOSTS[*]}, FIFO 1000 packets (the daemons are told 16), cc $GPC_CC"
+start_daemons 16
 run_job refuted 8k 400
 check "refuted: the job completed" jqt "$TMP/refuted.json" '.complete == true and .verified == true'
 check "refuted: the real queue lost nothing" jqt "$TMP/refuted.json" '.tcp.TCPTimeouts == 0'
@@ -140,10 +143,10 @@ echo "floored: $floored_hosts of ${#GPC_HOSTS[@]} hosts ended their lossless ver
 gp_daemons_stop
 gp_cluster_down
 
-# ---- confirmed: a 4-packet FIFO that 64 KiB bursts overflow
+# ---- confirmed: a 4-packet FIFO (the daemons are told 100) that 64 KiB bursts overflow
 gp_cluster_up "$TMP/confirmed.state" --left 2 --right 2 --rate 200mbit --queue 4 --cc cubic 2>/dev/null
-echo "cluster: ${GPC_HOSTS[*]}, FIFO 4 packets, cc $GPC_CC"
-start_daemons 4
+echo "cluster: ${GPC_HOSTS[*]}, FIFO 4 packets (the daemons are told 100), cc $GPC_CC"
+start_daemons 100
 run_job confirmed 64k 60
 check "confirmed: the job completed" jqt "$TMP/confirmed.json" '.complete == true and .verified == true'
 for i in "${!GPC_HOSTS[@]}"; do

@@ -467,6 +467,24 @@ TEST(LossCheck, LongPhasesAreNotTried)
 		<< "the same key once its phases are short enough";
 }
 
+// Nor is a burst far beyond the whole queue (more than kTrialBurstOverQueueMax times it):
+// stock Linux would need the flows' starts spread over more than half the phase.
+TEST(LossCheck, BurstsFarBeyondTheQueueAreNotTried)
+{
+	LossCheck check(4);
+	Host host;
+	const double beyond = LossCheck::kTrialBurstOverQueueMax * 1.01;
+	for (int i = 0; i < 300; ++i)
+		EXPECT_EQ(check.begin(kKey, true, 3000, [&] { return host.read(); }, {}, false, beyond),
+			  LossDirective::Model);
+	EXPECT_EQ(host.reads, 0u);
+	EXPECT_EQ(check.state(kKey)->trials, 0u);
+	EXPECT_EQ(check.begin(kKey, true, 3000, [&] { return host.read(); }, {}, false,
+			      LossCheck::kTrialBurstOverQueueMax),
+		  LossDirective::Trial)
+		<< "the same key once its burst is at most twice the queue";
+}
+
 TEST(LossCheck, ATrialWhoseEndsNeverComeGivesUp)
 {
 	LossCheck check(4);

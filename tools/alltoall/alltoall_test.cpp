@@ -338,8 +338,10 @@ TEST(Stats, TraceJoinsTheRanksOfEachIteration)
 	const auto trace = trace_iterations(d, retrans);
 	ASSERT_EQ(trace.size(), 4u);
 	EXPECT_EQ(trace[0].slowest_ns, 120u);
+	EXPECT_EQ(trace[0].slowest_rank, 1u);
 	EXPECT_EQ(trace[0].retrans, 0u);
 	EXPECT_EQ(trace[1].slowest_ns, 400u);
+	EXPECT_EQ(trace[1].slowest_rank, 0u);
 	EXPECT_EQ(trace[1].retrans, 5u);
 	EXPECT_EQ(trace[2].slowest_ns, 500u);
 	EXPECT_EQ(trace[2].retrans, 1u);
@@ -355,7 +357,7 @@ TEST(Stats, TraceJoinsTheRanksOfEachIteration)
 	EXPECT_DOUBLE_EQ(summary.excess_share, 720.0 / 1110.0);
 
 	// nothing clean to compare with: no excess claimed
-	const auto all_lossy = summarize_trace({{100, 1}, {200, 2}});
+	const auto all_lossy = summarize_trace({{.slowest_ns = 100, .retrans = 1}, {.slowest_ns = 200, .retrans = 2}});
 	EXPECT_FALSE(all_lossy.p50_without_ns);
 	EXPECT_EQ(all_lossy.excess_share, 0.0);
 	EXPECT_EQ(summarize_trace({}).iterations, 0u);
@@ -846,6 +848,9 @@ TEST_F(LoopbackRun, TracedIterationsAddUpToTheSocketsRetransmissions)
 	EXPECT_EQ(trace["iterations"], 5);
 	ASSERT_EQ(trace["slowest_us"].size(), 5u);
 	ASSERT_EQ(trace["retrans_per_iteration"].size(), 5u);
+	ASSERT_EQ(trace["slowest_rank"].size(), 5u);
+	for (const auto &rank : trace["slowest_rank"])
+		EXPECT_LT(rank.get<int>(), 2);
 	uint64_t sum = 0;
 	for (const auto &n : trace["retrans_per_iteration"])
 		sum += n.get<uint64_t>();

@@ -71,7 +71,8 @@ void optional_microseconds(JsonWriter &json, const char *name, std::optional<uin
 
 // Which iterations retransmitted and what they cost: the summary, then one entry per
 // iteration index (slowest rank's time, all ranks' retransmissions).
-void write_iteration_trace(JsonWriter &json, const std::vector<TracedIteration> &trace)
+void write_iteration_trace(JsonWriter &json, const std::vector<TracedIteration> &trace,
+			   const std::vector<const RankResult *> &present)
 {
 	const TraceSummary summary = summarize_trace(trace);
 	json.key("iteration_trace").begin_object();
@@ -84,6 +85,10 @@ void write_iteration_trace(JsonWriter &json, const std::vector<TracedIteration> 
 	json.key("slowest_us").begin_array();
 	for (const auto &it : trace)
 		json.value(microseconds(it.slowest_ns));
+	json.end_array();
+	json.key("slowest_rank").begin_array();
+	for (const auto &it : trace)
+		json.value(present[it.slowest_rank]->rank); // the trace indexes the ranks present
 	json.end_array();
 	json.key("retrans_per_iteration").begin_array();
 	for (const auto &it : trace)
@@ -233,7 +238,7 @@ std::string build_report(const ReportInput &in)
 	json.field("stalled_samples", static_cast<uint64_t>(count_stalled_samples(durations, stall_ns)));
 
 	if (traced)
-		write_iteration_trace(json, trace_iterations(durations, retransmissions));
+		write_iteration_trace(json, trace_iterations(durations, retransmissions), present);
 
 	const auto totals = sum_counters_by_namespace(present);
 	json.key("tcp").begin_object();

@@ -66,7 +66,10 @@ std::vector<TracedIteration> trace_iterations(const std::vector<std::vector<uint
 		if (trace.size() < n)
 			trace.resize(n);
 		for (size_t k = 0; k < n; ++k) {
-			trace[k].slowest_ns = std::max(trace[k].slowest_ns, durations[k]);
+			if (durations[k] > trace[k].slowest_ns) {
+				trace[k].slowest_ns = durations[k];
+				trace[k].slowest_rank = r;
+			}
 			trace[k].retrans += retrans[k];
 		}
 	}

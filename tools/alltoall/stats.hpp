@@ -29,6 +29,7 @@ size_t count_stalled_samples(const std::vector<std::vector<uint64_t>> &per_rank_
 // One iteration index across the ranks (--trace-iterations).
 struct TracedIteration {
 	uint64_t slowest_ns = 0; // the longest rank's duration: the iteration's time as a collective
+	size_t slowest_rank = 0; // which rank that was (its index in the outer vectors)
 	uint64_t retrans = 0;	 // segments all ranks' data sockets retransmitted during it
 };
 

@@ -173,6 +173,20 @@ bool wants_host_bucket(const Crossing &c, const Bottleneck &b, const Config &con
 	       static_cast<double>(bytes_per_peer) <= q * static_cast<double>(config.mtu);
 }
 
+// The host buckets of the k senders may each burst at once: together at most the queue share
+// the models plan with (Plan::bucket_burst_frames).
+uint32_t bucket_burst_frames(const Crossing &c, const Bottleneck &b, const Config &config)
+{
+	const uint64_t q = static_cast<uint64_t>(std::floor(static_cast<double>(queue_packets_of(b, config)) * config.queue_share));
+	return static_cast<uint32_t>(std::max<uint64_t>(1, q / std::max<uint64_t>(1, c.senders)));
+}
+
+// The smallest burst any of the phase's bottlenecks allows.
+void limit_bucket_burst(Plan &plan, uint32_t frames)
+{
+	plan.bucket_burst_frames = plan.bucket_burst_frames ? std::min(plan.bucket_burst_frames, frames) : frames;
+}
+
 uint64_t queue_bytes_of(const Bottleneck &b, const Config &config)
 {
 	return queue_packets_of(b, config) * config.mtu;
@@ -231,6 +245,8 @@ Plan DefaultPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer
 				if (bucket)
 					plan.bucket_bps[i] = plan.rate_bps[i];
 			}
+			if (bucket)
+				limit_bucket_burst(plan, bucket_burst_frames(c, b, config));
 			reason += b.name + ": " + std::to_string(c.peers.size()) + " peers, k=" + std::to_string(c.senders) +
 				  " f=" + std::to_string(c.fanout) + " -> " + format_rate(rate) + " per connection; ";
 		}
@@ -472,6 +488,8 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 				if (bucket)
 					plan.bucket_bps[i] = plan.bucket_bps[i] ? std::min(plan.bucket_bps[i], share) : share;
 			}
+			if (bucket)
+				limit_bucket_burst(plan, bucket_burst_frames(x.crossing, b, config));
 		}
 		if (kind == models::PlanKind::Rto || kind == models::PlanKind::Both)
 			plan.rto_min_us = std::max(plan.rto_min_us, static_cast<uint32_t>(std::lround(chosen.rto_us)));

@@ -51,9 +51,14 @@ struct Plan {
 	// pacing sends an idle socket's next packet at once) exceeds the queue share the models
 	// plan with, for messages no longer than that share (longer ones recover a start loss
 	// inside their phase and lose more to the bucket than they gain). The part is the connection's sustained share (C/n of what the link carries
-	// for data, without the queue allowance rate_bps may include): a bucket never bursts, so
-	// an allowance would only pile up over back-to-back phases.
+	// for data, without the queue allowance rate_bps may include): a bucket bursts no more
+	// than bucket_burst_frames, so an allowance would only pile up over back-to-back phases.
 	std::vector<uint64_t> bucket_bps;
+	// Frames the host bucket may send at once: the queue share the models plan with, split
+	// among the k hosts that send into the bottleneck (each may burst at once), at least one.
+	// A bucket of one frame loses what a late timer delays and never makes it up; a few
+	// frames catch up. 0 where no bucket is asked for.
+	uint32_t bucket_burst_frames = 0;
 	uint32_t rto_min_us = 0;	// 0: RTO left alone
 	std::string reason;		// one line for the log and `gapctl daemon show`
 	double predicted_us = 0;	// the models' phase time for the chosen plan (0: no prediction)

@@ -39,6 +39,7 @@ struct DeviceShaper {
 	uint64_t bytes_per_second = 0; // the sum over the sockets steered into it now
 	int sockets = 0;
 	std::chrono::steady_clock::time_point idle_since{};
+	uint32_t burst_frames = 1; // the last phase's Plan::bucket_burst_frames
 };
 
 struct SharedRoute {
@@ -134,7 +135,7 @@ public:
 			const DeviceShaper &device = devices_[ifindex];
 			if (device.sockets <= 0) // the others left in the same revert
 				continue;
-			if (auto done = shaper_.set(ifindex, bucket(device.bytes_per_second)); !done)
+			if (auto done = shaper_.set(ifindex, bucket(device.bytes_per_second, device.burst_frames)); !done)
 				errors.push_back("shaper: " + done.error().message);
 		}
 		applied = {};
@@ -271,11 +272,15 @@ private:
 			added[*ifindex] += bytes;
 		}
 		std::set<uint32_t> refused;
+		const uint32_t burst_frames = std::max<uint32_t>(1, r.plan->bucket_burst_frames);
 		for (const auto &[ifindex, bytes] : added) {
-			if (auto done = shaper_.set(ifindex, bucket(devices_[ifindex].bytes_per_second + bytes)); !done) {
+			if (auto done = shaper_.set(ifindex, bucket(devices_[ifindex].bytes_per_second + bytes, burst_frames));
+			    !done) {
 				errors.push_back("shaper: " + done.error().message + "; its sockets paced by their own caps");
 				refused.insert(ifindex);
+				continue;
 			}
+			devices_[ifindex].burst_frames = burst_frames;
 		}
 		for (const Joining &j : joining) {
 			if (refused.count(j.ifindex)) {
@@ -304,10 +309,12 @@ private:
 				by_socket.push_back(j.socket);
 	}
 
-	stock::ShaperSettings bucket(uint64_t bytes_per_second) const
+	stock::ShaperSettings bucket(uint64_t bytes_per_second, uint32_t burst_frames) const
 	{
-		// One frame at most at once: every host of a bottleneck may send its burst together.
-		return stock::ShaperSettings{std::max<uint64_t>(bytes_per_second, 1), mtu_ + 100};
+		// At most `burst_frames` at once (Plan::bucket_burst_frames): every host of a
+		// bottleneck may send its burst together.
+		return stock::ShaperSettings{std::max<uint64_t>(bytes_per_second, 1),
+					     (mtu_ + 100) * std::max<uint32_t>(burst_frames, 1)};
 	}
 
 	stock::StateStore store_;

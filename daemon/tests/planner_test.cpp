@@ -202,6 +202,16 @@ TEST(ModelPlanner, LinearAlltoallIsPacedAtTheSharedRateBound)
 	}
 	const Plan longer = planner->plan(alltoall(30001, GAPPACE_HINT_ALGORITHM_LINEAR), peers, config);
 	EXPECT_EQ(longer.bucket_bps.back(), 0u) << "a byte longer than the queue share";
+	EXPECT_EQ(longer.bucket_burst_frames, 0u);
+	// The buckets of the 8 hosts may burst together: 20 packets of the queue share, 2 each.
+	EXPECT_EQ(planner->plan(alltoall(4096, GAPPACE_HINT_ALGORITHM_LINEAR), peers, config).bucket_burst_frames, 2u);
+	Config tight = config;
+	tight.queue_share = 0.3; // 12 packets: 1 each, never less than one frame
+	EXPECT_EQ(model_planner(tight)->plan(alltoall(4096, GAPPACE_HINT_ALGORITHM_LINEAR), peers, tight).bucket_burst_frames,
+		  1u);
+	tight.queue_share = 0.1; // 4 packets
+	EXPECT_EQ(model_planner(tight)->plan(alltoall(4096, GAPPACE_HINT_ALGORITHM_LINEAR), peers, tight).bucket_burst_frames,
+		  1u);
 }
 
 // The same 8+8 cluster on IPv6: an ACK frame is 20 bytes longer than IPv4's (its network
@@ -250,6 +260,7 @@ TEST(ModelPlanner, NoBucketWhereThePhaseStartFitsTheQueue)
 	auto tighter = model_planner(config);
 	const Plan bucketed = tighter->plan(phase, peers, config);
 	EXPECT_GT(bucketed.bucket_bps.back(), 0u) << bucketed.reason;
+	EXPECT_EQ(bucketed.bucket_burst_frames, 2u) << "10 packets for 4 hosts";
 }
 
 // Connections that cross no bottleneck (models.md): in a phase whose connections all run at once,

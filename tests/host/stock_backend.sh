@@ -265,6 +265,9 @@ check "host pacer: htb 6761: at the root, tbf 6762: under 6761:2 ($(tr '\n' ' ' 
 	bash -c "grep -q 'qdisc htb 6761: root' <<<'$qdiscs' && grep -q 'qdisc tbf 6762: parent 6761:2' <<<'$qdiscs'"
 # A third of 100mbit with frame_overhead 0: mss + 66 bucket bytes per mss on the wire.
 check "host pacer: the bucket's rate is the planned rate in frame bytes (about 34.85Mbit)" grep -Eq 'tbf 6762: .*rate 348[45][0-9]Kbit' <<<"$qdiscs"
+# Its burst: the 2 packets of the shared queue split among the hosts that send into the
+# bottleneck (Plan::bucket_burst_frames), at least one frame of mtu + 100 bytes.
+check "host pacer: the bucket's burst is one frame (1600 B, tc shows 1598b)" grep -Eq 'tbf 6762: .*burst 1598b' <<<"$qdiscs"
 check "host pacer: the socket is steered ($(say priority)) and keeps its own cap ($(say pacing))" \
 	bash -c "[[ '$(say priority)' == 'priority 67610001' && '$(say pacing)' == 'pacing '$third ]]"
 check "host pacer: the state file has the socket's original priority and rate" \

@@ -11,6 +11,7 @@
 #                   [--remedies pacing,rto|pacing|rto|none] [--learn] [--loss-check PHASES (default 32, 0: off)]
 #                   [--queue-share F (the daemons' [planner] queue_share; default: theirs)]
 #                   [--pacer socket|host (the daemons' [pacing] pacer; default: host)]
+#                   [--warmup N (unmeasured iterations before each run; default 3)]
 # Environment: GP_BENCH_PACING_TOML, more keys for the daemons' [pacing] table (experiments);
 # GP_BENCH_ALLTOALL_ARGS, more gp-alltoall options, split at spaces (--trace-iterations).
 #
@@ -57,7 +58,7 @@ die() { echo "bench-system: $*" >&2; exit 1; }
 
 BUILD="" OUT="" TOPOLOGIES="4+4,8+8" SIZES="1k,4k,16k,64k,256k,1m,4m"
 VARIANTS="stock,rto,pace,rto+pace,gappaced,mpi-stock,mpi-gappaced,mpi-gappaced-rto,module-stock,module-gappaced"
-PLOT=1 PUBLISH='' PUBLISH_MODELS='' PLANNER=models SNDBUF=8m REPS=3 RATE=200mbit QUEUE=40 SECONDS_PER_RUN=2 CELL_TIMEOUT=60 PATTERN=pairwise RTO_MS=5 REMEDIES=pacing,rto LEARN=false LOSS_CHECK=32 QUEUE_SHARE='' PACER=host
+PLOT=1 PUBLISH='' PUBLISH_MODELS='' PLANNER=models SNDBUF=8m REPS=3 RATE=200mbit QUEUE=40 SECONDS_PER_RUN=2 CELL_TIMEOUT=60 PATTERN=pairwise RTO_MS=5 REMEDIES=pacing,rto LEARN=false LOSS_CHECK=32 QUEUE_SHARE='' PACER=host WARMUP=3
 GUEST_KERNEL='' GUEST_TOPOLOGIES=4+4 GUEST_RATE=5mbit GUEST_QUEUE=16 GUEST_MAX_SIZE=64k GUEST_SECONDS=4
 while (($#)); do
 	case $1 in
@@ -88,6 +89,7 @@ while (($#)); do
 	--loss-check) LOSS_CHECK=${2:?}; shift 2 ;;
 	--queue-share) QUEUE_SHARE=${2:?}; shift 2 ;;
 	--pacer) PACER=${2:?}; shift 2 ;;
+	--warmup) WARMUP=${2:?}; shift 2 ;;
 	--quick) TOPOLOGIES=4+4 SIZES=16k,64k REPS=1 SECONDS_PER_RUN=1; shift ;;
 	-h | --help) usage ;;
 	*) echo "bench-system: unknown option '$1'" >&2; usage ;;
@@ -97,6 +99,7 @@ done
 BUILD=$(cd "$BUILD" && pwd) || exit 2
 OUT=${OUT:-$BUILD/bench-system}
 [[ $REPS =~ ^[1-9][0-9]?$ ]] || { echo "bench-system: --reps must be 1..99" >&2; exit 2; }
+[[ $WARMUP =~ ^[0-9]$|^[1-9][0-9]$ ]] || { echo "bench-system: --warmup must be 0..99" >&2; exit 2; }
 [[ $SECONDS_PER_RUN =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "bench-system: --seconds must be a number" >&2; exit 2; }
 [[ $CELL_TIMEOUT =~ ^[1-9][0-9]*$ ]] || { echo "bench-system: --cell-timeout must be whole seconds" >&2; exit 2; }
 case $PATTERN in pairwise | ring | half) ;; *) echo "bench-system: bad --pattern '$PATTERN'" >&2; exit 2 ;; esac
@@ -253,7 +256,7 @@ run_alltoall() { # VARIANT SIZE -> one JSON line on stdout
 	read -r -a more <<<"${GP_BENCH_ALLTOALL_ARGS:-}"
 	extra+=("${more[@]}")
 	GAPPACE_HINTS_SOCK=$GAPPACE_HINTS_SOCK "$CLUSTER/alltoall.sh" --state "$GPC_STATE" -- \
-		--msg "$m" --volume "$volume" --pattern "$PATTERN" --capacity "$C_BPS" --cc cubic \
+		--msg "$m" --volume "$volume" --pattern "$PATTERN" --capacity "$C_BPS" --cc cubic --warmup "$WARMUP" \
 		--timeout "$CELL_TIMEOUT" "${extra[@]}" 2>"$TMP/alltoall.err" || true
 }
 
@@ -269,9 +272,9 @@ run_mpi() { # VARIANT SIZE N_LEFT -> one JSON line: the collectives report plus 
 	# at mid sizes without remedies gets less than that); a cell that cannot is skipped, said
 	# so in its line, and not counted as a failure (8+8 at 4 MB needs about 215 s).
 	local need_s
-	need_s=$(awk -v c="$C_BPS" -v x="$cross_pairs" -v m="$m" -v n="$iters" 'BEGIN { printf "%.0f", (n + 1) * x * m * 8 / (2 * c) / 0.25 }')
+	need_s=$(awk -v c="$C_BPS" -v x="$cross_pairs" -v m="$m" -v n="$iters" -v w="$WARMUP" 'BEGIN { printf "%.0f", (n + w) * x * m * 8 / (2 * c) / 0.25 }')
 	if ((need_s > CELL_TIMEOUT)); then
-		echo '{"skipped":"'"$((iters + 1)) alltoalls of $m B need about ${need_s} s at 0.25 of C, more than --cell-timeout $CELL_TIMEOUT"'"}'
+		echo '{"skipped":"'"$((iters + WARMUP)) alltoalls of $m B need about ${need_s} s at 0.25 of C, more than --cell-timeout $CELL_TIMEOUT"'"}'
 		return
 	fi
 	[[ $variant == mpi-gappaced* ]] && env=(--env "LD_PRELOAD=$shim" --env "GAPPACE_HINTS_SOCK=$GAPPACE_HINTS_SOCK")
@@ -279,7 +282,7 @@ run_mpi() { # VARIANT SIZE N_LEFT -> one JSON line: the collectives report plus 
 	for i in "${!GPC_HOSTS[@]}"; do before+=("$(tcp_counters "${GPC_HOST_NS[$i]}")"); done
 	local out rc=0
 	out=$(gp_cluster_mpirun --mpi openmpi --timeout "$CELL_TIMEOUT" "${env[@]}" -- \
-		"$program" --size "$m" --iters "$iters" --warmup 1 --kinds alltoall 2>"$TMP/mpi.err") || rc=$?
+		"$program" --size "$m" --iters "$iters" --warmup "$WARMUP" --kinds alltoall 2>"$TMP/mpi.err") || rc=$?
 	for i in "${!GPC_HOSTS[@]}"; do after+=("$(tcp_counters "${GPC_HOST_NS[$i]}")"); done
 	local delta
 	delta=$(jq -n -c --argjson b "$(printf '%s\n' "${before[@]}" | jq -s .)" --argjson a "$(printf '%s\n' "${after[@]}" | jq -s .)" \
@@ -305,7 +308,7 @@ RUNS=$OUT/runs.jsonl
 {
 	echo "machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), kernel $(uname -r)"
 	echo "started: $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "command: $0 --topologies $TOPOLOGIES --sizes $SIZES --variants $VARIANTS --reps $REPS --rate $RATE --queue $QUEUE --seconds $SECONDS_PER_RUN --cell-timeout $CELL_TIMEOUT --pattern $PATTERN --sndbuf $SNDBUF --planner $PLANNER --remedies $REMEDIES$([[ $LEARN == true ]] && echo " --learn") --loss-check $LOSS_CHECK${QUEUE_SHARE:+ --queue-share $QUEUE_SHARE} --pacer $PACER$( ((${#GUEST_MODES[@]})) && echo " --guest-kernel ${GUEST_KERNEL:-(newest)} --guest-topologies $GUEST_TOPOLOGIES --guest-rate $GUEST_RATE --guest-queue $GUEST_QUEUE --guest-max-size $GUEST_MAX_SIZE --guest-seconds $GUEST_SECONDS")"
+	echo "command: $0 --topologies $TOPOLOGIES --sizes $SIZES --variants $VARIANTS --reps $REPS --rate $RATE --queue $QUEUE --seconds $SECONDS_PER_RUN --cell-timeout $CELL_TIMEOUT --pattern $PATTERN --sndbuf $SNDBUF --planner $PLANNER --remedies $REMEDIES$([[ $LEARN == true ]] && echo " --learn") --loss-check $LOSS_CHECK${QUEUE_SHARE:+ --queue-share $QUEUE_SHARE} --pacer $PACER --warmup $WARMUP$( ((${#GUEST_MODES[@]})) && echo " --guest-kernel ${GUEST_KERNEL:-(newest)} --guest-topologies $GUEST_TOPOLOGIES --guest-rate $GUEST_RATE --guest-queue $GUEST_QUEUE --guest-max-size $GUEST_MAX_SIZE --guest-seconds $GUEST_SECONDS")"
 } >"$OUT/machine.txt"
 cat "$OUT/machine.txt" >&2
 failures=0
@@ -413,7 +416,7 @@ if ((${#GUEST_MODES[@]})); then
 					timeout $((CELL_TIMEOUT * 10 + 300)) "$ROOT/tests/vm/gcluster/run.sh" --kver "$kver" --build "$BUILD" \
 						--out "$gout" --timeout $((CELL_TIMEOUT * 10)) -- gcluster-alltoall --left "$n_left" \
 						--right "$n_right" --rate "$GUEST_RATE" --bottleneck "$GUEST_RATE" --queue "$GUEST_QUEUE" \
-						--mode "$mode" -- --msg "$m" --iterations "$iterations" >"$gout.log" 2>&1 || rc=$?
+						--mode "$mode" -- --msg "$m" --iterations "$iterations" --warmup "$WARMUP" >"$gout.log" 2>&1 || rc=$?
 					# A guest killed by the emulator (host-lib.sh) is run once more; the first
 					# run's console is kept next to the results.
 					((rc && attempt == 1)) && gp_emulator_fault "$gout/console.log" || break

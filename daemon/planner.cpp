@@ -358,9 +358,9 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 		Crossing crossing;
 		models::Decision decision;
 		double share_bps = 0; // each connection's share of what the bottleneck carries for data
-		// The unpaced burst fits the whole queue (the models plan with a share of it).
-		bool burst_fits_queue = false;
-		double burst_over_queue = 0; // the unpaced burst (k·m) over the whole queue
+		// The unpaced burst (k·m) over the whole queue: at most 1, it fits (the models plan
+		// with a share of the queue).
+		double burst_over_queue = 0;
 	};
 	std::vector<Decided> decided;
 	std::vector<Crossing> crossed = crossings(phase, peers, config);
@@ -403,11 +403,9 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 		all_fit_unpaced = all_fit_unpaced && !d.prediction(models::PlanKind::Nothing).loss_expected &&
 				  d.best == models::PlanKind::Nothing;
 		const double share = link.capacity_bps / static_cast<double>(std::max<uint64_t>(1, c.senders * c.fanout));
-		const bool fits = !models::overflows(link.capacity_bps, static_cast<double>(q * config.mtu), shape.bytes_per_peer,
-						     c.senders * c.fanout, models::kUnboundedRate);
 		const double burst_over_queue = shape.bytes_per_peer * static_cast<double>(c.senders * c.fanout) /
 						static_cast<double>(std::max<uint64_t>(1, q * config.mtu));
-		decided.push_back(Decided{std::move(c), d, share, fits, burst_over_queue});
+		decided.push_back(Decided{std::move(c), d, share, burst_over_queue});
 	}
 
 	// The models' choice for the whole phase: what any bottleneck's choice changes. Each plan's
@@ -436,7 +434,7 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 	double burst_over_queue = 0;
 	for (const Decided &x : decided) {
 		loss_predicted = loss_predicted || x.decision.prediction(models::PlanKind::Nothing).loss_expected;
-		burst_fits_queue = burst_fits_queue && x.burst_fits_queue;
+		burst_fits_queue = burst_fits_queue && x.burst_over_queue <= 1;
 		burst_over_queue = std::max(burst_over_queue, x.burst_over_queue);
 	}
 	const bool remedied = loss_predicted && model_kind != models::PlanKind::Nothing &&

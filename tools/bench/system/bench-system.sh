@@ -11,7 +11,8 @@
 #                   [--remedies pacing,rto|pacing|rto|none] [--learn] [--loss-check PHASES (default 32, 0: off)]
 #                   [--queue-share F (the daemons' [planner] queue_share; default: theirs)]
 #                   [--pacer socket|host (the daemons' [pacing] pacer; default: host)]
-#                   [--warmup N (unmeasured iterations before each run; default 3)]
+#                   [--warmup N (unmeasured iterations before each run, at most what fits in
+#                   --seconds of wire time, at least 1; default 3)]
 # Environment: GP_BENCH_PACING_TOML, more keys for the daemons' [pacing] table (experiments);
 # GP_BENCH_ALLTOALL_ARGS, more gp-alltoall options, split at spaces (--trace-iterations).
 #
@@ -230,6 +231,16 @@ set_hand_rto() { # on|off: a route to the cluster subnet with a locked rto_min o
 	done
 }
 
+# Warm-up iterations for one run: --warmup, but no more than fit in --seconds of wire time at
+# C (at least one, unless --warmup 0). The warm-up is for short phases, whose cold start
+# (settings that arrive after the first burst) would spill into the measured run; a 4 MB
+# all-to-all of 8+8 hosts takes 10.7 s per iteration at C, and three of them did not fit in
+# the ranks' setup bound.
+warmup_for() { # BYTES_PER_DIRECTION_PER_ITERATION RATE_BPS SECONDS
+	awk -v b="$1" -v c="$2" -v s="$3" -v w="$WARMUP" \
+		'BEGIN { n = int(s * c / (8 * b)); if (n < 1) n = 1; if (n > w) n = w; print n }'
+}
+
 run_alltoall() { # VARIANT SIZE -> one JSON line on stdout
 	local variant=$1 m=$2 extra=() ranks=${#GPC_HOSTS[@]} n_left=$3
 	# The volume that takes SECONDS_PER_RUN at full capacity: cross-traffic share of an
@@ -255,8 +266,10 @@ run_alltoall() { # VARIANT SIZE -> one JSON line on stdout
 	local -a more=()
 	read -r -a more <<<"${GP_BENCH_ALLTOALL_ARGS:-}"
 	extra+=("${more[@]}")
+	local warmup
+	warmup=$(warmup_for $((n_left * (ranks - n_left) * m)) "$C_BPS" "$SECONDS_PER_RUN")
 	GAPPACE_HINTS_SOCK=$GAPPACE_HINTS_SOCK "$CLUSTER/alltoall.sh" --state "$GPC_STATE" -- \
-		--msg "$m" --volume "$volume" --pattern "$PATTERN" --capacity "$C_BPS" --cc cubic --warmup "$WARMUP" \
+		--msg "$m" --volume "$volume" --pattern "$PATTERN" --capacity "$C_BPS" --cc cubic --warmup "$warmup" \
 		--timeout "$CELL_TIMEOUT" "${extra[@]}" 2>"$TMP/alltoall.err" || true
 }
 
@@ -271,10 +284,11 @@ run_mpi() { # VARIANT SIZE N_LEFT -> one JSON line: the collectives report plus 
 	# The warm-up and the iterations must fit the cell bound even at a quarter of C (Open MPI
 	# at mid sizes without remedies gets less than that); a cell that cannot is skipped, said
 	# so in its line, and not counted as a failure (8+8 at 4 MB needs about 215 s).
-	local need_s
-	need_s=$(awk -v c="$C_BPS" -v x="$cross_pairs" -v m="$m" -v n="$iters" -v w="$WARMUP" 'BEGIN { printf "%.0f", (n + w) * x * m * 8 / (2 * c) / 0.25 }')
+	local need_s warmup
+	warmup=$(warmup_for $((n_left * (ranks - n_left) * m)) "$C_BPS" "$SECONDS_PER_RUN")
+	need_s=$(awk -v c="$C_BPS" -v x="$cross_pairs" -v m="$m" -v n="$iters" -v w="$warmup" 'BEGIN { printf "%.0f", (n + w) * x * m * 8 / (2 * c) / 0.25 }')
 	if ((need_s > CELL_TIMEOUT)); then
-		echo '{"skipped":"'"$((iters + WARMUP)) alltoalls of $m B need about ${need_s} s at 0.25 of C, more than --cell-timeout $CELL_TIMEOUT"'"}'
+		echo '{"skipped":"'"$((iters + warmup)) alltoalls of $m B need about ${need_s} s at 0.25 of C, more than --cell-timeout $CELL_TIMEOUT"'"}'
 		return
 	fi
 	[[ $variant == mpi-gappaced* ]] && env=(--env "LD_PRELOAD=$shim" --env "GAPPACE_HINTS_SOCK=$GAPPACE_HINTS_SOCK")
@@ -282,7 +296,7 @@ run_mpi() { # VARIANT SIZE N_LEFT -> one JSON line: the collectives report plus 
 	for i in "${!GPC_HOSTS[@]}"; do before+=("$(tcp_counters "${GPC_HOST_NS[$i]}")"); done
 	local out rc=0
 	out=$(gp_cluster_mpirun --mpi openmpi --timeout "$CELL_TIMEOUT" "${env[@]}" -- \
-		"$program" --size "$m" --iters "$iters" --warmup "$WARMUP" --kinds alltoall 2>"$TMP/mpi.err") || rc=$?
+		"$program" --size "$m" --iters "$iters" --warmup "$warmup" --kinds alltoall 2>"$TMP/mpi.err") || rc=$?
 	for i in "${!GPC_HOSTS[@]}"; do after+=("$(tcp_counters "${GPC_HOST_NS[$i]}")"); done
 	local delta
 	delta=$(jq -n -c --argjson b "$(printf '%s\n' "${before[@]}" | jq -s .)" --argjson a "$(printf '%s\n' "${after[@]}" | jq -s .)" \
@@ -409,6 +423,7 @@ if ((${#GUEST_MODES[@]})); then
 			iterations=$(((guest_bps / 8 * GUEST_SECONDS + n_left * n_right * m - 1) / (n_left * n_right * m)))
 			((iterations >= 3)) || iterations=3
 			((iterations <= 200)) || iterations=200
+			warmup=$(warmup_for $((n_left * n_right * m)) "$guest_bps" "$GUEST_SECONDS")
 			for rep in $(seq "$REPS"); do
 				gout=$TMP/guest-$topo-$m-$rep
 				for attempt in 1 2; do
@@ -416,7 +431,7 @@ if ((${#GUEST_MODES[@]})); then
 					timeout $((CELL_TIMEOUT * 10 + 300)) "$ROOT/tests/vm/gcluster/run.sh" --kver "$kver" --build "$BUILD" \
 						--out "$gout" --timeout $((CELL_TIMEOUT * 10)) -- gcluster-alltoall --left "$n_left" \
 						--right "$n_right" --rate "$GUEST_RATE" --bottleneck "$GUEST_RATE" --queue "$GUEST_QUEUE" \
-						--mode "$mode" -- --msg "$m" --iterations "$iterations" --warmup "$WARMUP" >"$gout.log" 2>&1 || rc=$?
+						--mode "$mode" -- --msg "$m" --iterations "$iterations" --warmup "$warmup" >"$gout.log" 2>&1 || rc=$?
 					# A guest killed by the emulator (host-lib.sh) is run once more; the first
 					# run's console is kept next to the results.
 					((rc && attempt == 1)) && gp_emulator_fault "$gout/console.log" || break

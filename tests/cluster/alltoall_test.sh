@@ -43,7 +43,8 @@ run() {
 	echo "$rc" >"$TMP/$name.rc"
 	awk -v a="$start" -v b="$(date +%s%N)" 'BEGIN { printf "%.2f\n", (b - a) / 1e9 }' >"$TMP/$name.seconds"
 	echo "-- $name: exit $rc in $(cat "$TMP/$name.seconds") s"
-	if [[ $rc -ne 0 ]]; then sed 's/^/   stderr: /' "$TMP/$name.err" | head -5; fi
+	# sed alone, not sed | head: under pipefail head's early exit can fail the pipeline (SIGPIPE)
+	if [[ $rc -ne 0 ]]; then sed -n '1,5s/^/   stderr: /p' "$TMP/$name.err"; fi
 }
 rc_is() { [[ $(cat "$TMP/$1.rc") == "$2" ]]; }
 fifo_bytes() { gp_cluster_stats | jq ".$1.fifo.bytes"; }
@@ -129,7 +130,7 @@ check "timeout: no process left in the cluster" no_process_left
 BACKGROUND=$!
 victim=""
 for _ in $(seq 100); do
-	victim=$(ip netns pids "${GPC_HOST_NS[2]}" | head -n 1)
+	victim=$(ip netns pids "${GPC_HOST_NS[2]}" | sed -n 1p)
 	[[ -n $victim ]] && [[ $(cat "/proc/$victim/comm" 2>/dev/null) == gp-alltoall ]] && break
 	victim=""
 	sleep 0.05

@@ -68,7 +68,7 @@ run_job() { # NAME MSG ITERATIONS
 	"$HERE/alltoall.sh" --state "$GPC_STATE" --program "$PROGRAM" -- --msg "$2" --iterations "$3" \
 		--hints iteration --cc cubic --timeout 60 >"$TMP/$1.json" 2>"$TMP/$1.err" || rc=$?
 	echo "-- $1: exit $rc, $(jq -r '"\(.fraction_of_capacity * 100 | round) % of C, \(.tcp.RetransSegs) retransmitted, \(.tcp.TCPTimeouts) timeouts"' "$TMP/$1.json" 2>/dev/null)"
-	[[ $rc -eq 0 ]] || sed 's/^/   stderr: /' "$TMP/$1.err" | head -5
+	[[ $rc -eq 0 ]] || sed -n '1,5s/^/   stderr: /p' "$TMP/$1.err" # not | head: SIGPIPE under pipefail
 	return 0
 }
 

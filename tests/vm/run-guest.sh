@@ -176,7 +176,7 @@ main() {
     sed -i 's/\r$//' "$OUT/console.log"
     local wall boot
     wall=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
-    boot=$(sed -n 's/^gp-init: kernel .* uptime \([0-9.]*\)s$/\1/p' "$OUT/console.log" | head -n 1)
+    boot=$(sed -n 's/^gp-init: kernel .* uptime \([0-9.]*\)s$/\1/p' "$OUT/console.log" | sed -n 1p)
     printf 'test=%s\nkernel=%s\nwall_s=%s\nboot_s=%s\nqemu_rc=%s\n' \
         "$TEST" "$(cat "$KERNEL_DIR/kver" 2>/dev/null || basename "$KERNEL_DIR")" "$wall" "${boot:-?}" "$rc" >"$OUT/run.txt"
 

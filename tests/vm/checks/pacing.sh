@@ -165,7 +165,7 @@ done
 grep -q "gap_frames" "$res/tc-show.txt" || fail "tc -s qdisc show prints no gappace counters"
 # tc's "Sent" is what the qdisc gave the device, gap frames included (one output: the same
 # instant): packets exactly; bytes differ by the padding of short data frames the counters add
-tcfield() { grep -oE "$1 [0-9]+" "$res/tc-show.txt" | head -n 1 | awk '{print $2}'; }
+tcfield() { grep -oE "$1 [0-9]+" "$res/tc-show.txt" | awk 'NR == 1 {print $2}'; }
 sent_bytes=$(grep -oE "Sent [0-9]+ bytes" "$res/tc-show.txt" | awk '{print $2}')
 sent_pkts=$(grep -oE "bytes [0-9]+ pkt" "$res/tc-show.txt" | awk '{print $2}')
 counted_pkts=$(($(tcfield data_packets) + $(tcfield gap_frames)))

@@ -445,7 +445,7 @@ if ((${#GUEST_MODES[@]})); then
 				for gm in "${GUEST_MODES[@]}"; do
 					variant=module-stock
 					[[ $gm == gappaced ]] && variant=module-gappaced
-					line=$(jq -c 'select(type == "object")' "$gout/results/alltoall/$gm/alltoall.json" 2>/dev/null | head -n 1)
+					line=$(jq -c 'select(type == "object")' "$gout/results/alltoall/$gm/alltoall.json" 2>/dev/null | sed -n 1p)
 					[[ -n $line ]] || line=null
 					if ! jq -e 'type == "object" and (.fraction_of_capacity | type) == "number"' >/dev/null 2>&1 <<<"$line"; then
 						echo "bench-system: $topo guest $variant $size rep $rep: no result (run.sh exit $rc): $(tail -n 3 "$gout.log" | head -c 600)" >&2

@@ -225,7 +225,7 @@ Expected<Config> parse_config(const std::string &text, const std::string &source
 			config.queue_packets = static_cast<uint32_t>(*v);
 		if (auto v = check.ranged(*t, "pacing", "mtu", parse_count, "1500", 68, 65535, "68 .. 65535"))
 			config.mtu = static_cast<uint32_t>(*v);
-		if (auto v = check.ranged(*t, "pacing", "min_rate", parse_rate, "1mbit", 1000, UINT64_MAX / 2, ">= 1kbit"))
+		if (auto v = check.ranged(*t, "pacing", "min_rate", parse_rate, "64kbit", 1000, UINT64_MAX / 2, ">= 1kbit"))
 			config.min_rate_bps = *v;
 		if (auto v = check.get<bool>(*t, "pacing", "pace_local_peers", "true or false"))
 			config.pace_local_peers = *v;

@@ -214,6 +214,34 @@ TEST(ModelPlanner, LinearAlltoallIsPacedAtTheSharedRateBound)
 		  1u);
 }
 
+// Many connections into a slow bottleneck: 64 into 50 Mbit/s share less than 1 Mbit/s each
+// (as do 1024 into 1 Gbit/s). The default minimum rate must not lift them above that share:
+// 64 connections at 1 Mbit/s would overload the link by 30 % and the models, seeing the
+// overflow, would fall back to the unpaced floor (8+8 at 50 Mbit/s: 1264-1532 timeouts per
+// run, performance/min-rate-session22).
+TEST(ModelPlanner, AFanInWhoseShareIsBelowAMegabitIsPacedAtItsShare)
+{
+	Config config = two_sided(50000000);
+	auto planner = model_planner(config);
+	auto peers = cluster_peers();
+	const uint64_t m = 16384;
+	const Plan plan = planner->plan(alltoall(m, GAPPACE_HINT_ALGORITHM_LINEAR), peers, config);
+	const double n = 8.0 * 8.0;
+	const double q = std::floor(40 * config.queue_share) * 1500;
+	const double o = static_cast<double>(config.frame_overhead);
+	const double a = o / (2.0 * (config.mtu - 52.0 + o));
+	const double bound = 50e6 / (1.0 + a) * m / (n * m - q / 2);
+	ASSERT_LT(bound, 1e6);
+	for (size_t i = 0; i < peers.size(); ++i)
+		EXPECT_NEAR(static_cast<double>(plan.rate_bps[i]), bound, 1.0) << "rank " << peers[i].rank << ": " << plan.reason;
+	const models::PlanKind kind = plan_kind(plan);
+	EXPECT_TRUE(kind == models::PlanKind::Pace || kind == models::PlanKind::Both) << plan.reason;
+	// An explicit minimum still wins, and its overload is then left to the floor.
+	config.min_rate_bps = 1000000;
+	const Plan lifted = model_planner(config)->plan(alltoall(m, GAPPACE_HINT_ALGORITHM_LINEAR), peers, config);
+	EXPECT_EQ(plan_kind(lifted), models::PlanKind::Rto) << lifted.reason;
+}
+
 // The same 8+8 cluster on IPv6: an ACK frame is 20 bytes longer than IPv4's (its network
 // header), a full segment's wire bytes the same (its payload 20 shorter), so the ACKs take
 // a = (o + 20) / (2 (mss6 + o + 20)) of the reverse data, and the bound is lower by (1+a4)/(1+a6).

@@ -484,7 +484,8 @@ gc_gappaced_config() {
         j=$((j + 1))
     done
     if [ "$side" = L ]; then other=right; else other=left; fi
-    # the default floor (1 Mbit/s) is above C/k at the rates a guest sustains
+    # a floor under C/k at the rates a guest sustains (written out: the default, 64 kbit/s, was
+    # 1 Mbit/s before session 22, above C/k here)
     min_rate=$((GC_BOTTLENECK_BPS / 64))
     [ "$min_rate" -ge 1000 ] || min_rate=1000
     cat <<EOF

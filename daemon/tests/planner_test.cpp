@@ -242,6 +242,88 @@ TEST(ModelPlanner, AFanInWhoseShareIsBelowAMegabitIsPacedAtItsShare)
 	EXPECT_EQ(plan_kind(lifted), models::PlanKind::Rto) << lifted.reason;
 }
 
+// Every operating point of a grid far wider than the test cluster's (1 to 100 hosts a side,
+// 1 Mbit/s to 400 Gbit/s, queues of 2 to 5000 frames, 1 byte to 1 GiB per peer, standard and
+// jumbo frames, all-at-once and pairwise phases): the plans stay within what a plan may be.
+// Paced rates are at least the configured minimum and, above it, within the rate bound (n
+// connections fill at most half the queue over their messages); a host bucket's part never
+// exceeds its connection's cap and comes with a burst of at least one
+// frame; the predicted time is finite and at least the time the link needs for the bytes that
+// cross it towards the other side (8 n m / C, n = k f connections); a floor stays in bounds.
+TEST(ModelPlanner, PlansStayBoundedOverAWideGridOfOperatingPoints)
+{
+	size_t planned = 0, paced = 0;
+	for (const int left : {1, 2, 8, 100})
+		for (const int right : {1, 8, 100})
+			for (const double capacity : {1e6, 50e6, 1e9, 4e11})
+				for (const uint32_t queue : {2u, 40u, 5000u})
+					for (const uint32_t mtu : {1500u, 9000u}) {
+						Config config;
+						Bottleneck l{"left", static_cast<uint64_t>(capacity), queue, {*parse_prefix("10.1.0.0/24")}};
+						Bottleneck r{"right", static_cast<uint64_t>(capacity), queue, {*parse_prefix("10.1.1.0/24")}};
+						config.bottlenecks = {l, r};
+						config.mtu = mtu;
+						auto planner = model_planner(config);
+						// Rank 0 on host 1 of the left; ranks 1..left-1 beside it, then the right.
+						std::vector<PlannedPeer> peers;
+						for (int rank = 1; rank < left + right; ++rank) {
+							PlannedPeer p;
+							p.remote = *parse_host_address(rank < left ? side_address(false, rank + 1, false)
+												     : side_address(true, rank - left + 1, false));
+							p.local = *parse_host_address(side_address(false, 1, false));
+							p.rank = rank;
+							peers.push_back(p);
+						}
+						for (const uint64_t m : {uint64_t{1}, uint64_t{1024}, uint64_t{65536}, uint64_t{4} << 20, uint64_t{1} << 30})
+							for (const uint32_t algorithm : {GAPPACE_HINT_ALGORITHM_LINEAR, GAPPACE_HINT_ALGORITHM_PAIRWISE}) {
+								hint::Header h = alltoall(m, algorithm);
+								h.comm_size = static_cast<uint32_t>(left + right);
+								const Plan plan = planner->plan(h, peers, config);
+								const std::string at = std::to_string(left) + "+" + std::to_string(right) + " C=" +
+										       std::to_string(capacity) + " q=" + std::to_string(queue) +
+										       " mtu=" + std::to_string(mtu) + " m=" + std::to_string(m) +
+										       " alg=" + std::to_string(algorithm) + ": " + plan.reason;
+								++planned;
+								ASSERT_EQ(plan.rate_bps.size(), peers.size()) << at;
+								ASSERT_EQ(plan.bucket_bps.size(), peers.size()) << at;
+								ASSERT_TRUE(std::isfinite(plan.predicted_us) && plan.predicted_us >= 0) << at;
+								// n = k f connections into the right side's link: k = the left's hosts, f
+								// = the right's for a phase that sends to all at once, 1 for pairwise.
+								const double n = static_cast<double>(left) * (algorithm == GAPPACE_HINT_ALGORITHM_LINEAR ? right : 1);
+								const double md = static_cast<double>(m);
+								if (plan.predicted_us > 0) {
+									EXPECT_GE(plan.predicted_us * 1.0001, 8e6 * n * md / capacity) << at;
+								}
+								bool any_bucket = false;
+								for (size_t i = 0; i < peers.size(); ++i) {
+									const double rate = static_cast<double>(plan.rate_bps[i]);
+									if (plan.rate_bps[i]) {
+										++paced;
+										EXPECT_GE(plan.rate_bps[i], config.min_rate_bps) << at;
+									}
+									// Above the minimum, n connections at this rate leave at most half
+									// the queue filled when their messages end (the rate bound, S may
+									// exceed C for one connection: n m - C m / S <= q MTU / 2).
+									if (plan.rate_bps[i] > config.min_rate_bps) {
+										EXPECT_LE(n * md - capacity * md / rate, queue * static_cast<double>(mtu) / 2 * 1.0001 + 1) << at;
+									}
+									if (plan.bucket_bps[i]) {
+										any_bucket = true;
+										EXPECT_LE(plan.bucket_bps[i], plan.rate_bps[i]) << at;
+									}
+								}
+								if (any_bucket) {
+									EXPECT_GE(plan.bucket_burst_frames, 1u) << at;
+								}
+								if (plan.rto_min_us) {
+									EXPECT_TRUE(plan.rto_min_us >= config.rto_min_us && plan.rto_min_us <= config.rto_max_us) << at;
+								}
+							}
+					}
+	EXPECT_EQ(planned, 4u * 3 * 4 * 3 * 2 * 5 * 2);
+	EXPECT_GT(paced, 0u) << "the grid holds paced phases";
+}
+
 // The same 8+8 cluster on IPv6: an ACK frame is 20 bytes longer than IPv4's (its network
 // header), a full segment's wire bytes the same (its payload 20 shorter), so the ACKs take
 // a = (o + 20) / (2 (mss6 + o + 20)) of the reverse data, and the bound is lower by (1+a4)/(1+a6).

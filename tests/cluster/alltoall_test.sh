@@ -8,6 +8,8 @@
 #     ranks per host);
 #   * ring and half: their own byte totals (half: cross traffic only); hints per iteration are
 #     queued (and dropped: no daemon) but never rejected;
+#   * --think-ms: the pauses between iterations counted apart from the exchange's time and
+#     from every iteration's;
 #   * bad input: exit 2 with a message (the tool's and the launcher's);
 #   * a timeout: exit 1, timed_out true, quickly, and no process left in the cluster;
 #   * a rank killed mid-run: every rank ends with exit 1 and names the dead rank.
@@ -100,6 +102,18 @@ run shared --ranks-per-host 2 -- --msg 8k --iterations 3 --timeout 60
 j=$TMP/shared.json
 check "two ranks per host: 8 ranks, P(P-1)·m·3 bytes, 4 namespaces counted once each" \
 	jqt "$j" '.complete and .ranks == 8 and .bytes_total == 8 * 7 * 8192 * 3 and .tcp.namespaces == 4 and ([.per_rank[].netns] | unique | length) == 4'
+
+# (2b) think time: 4 iterations, 300 ms idle between them (3 pauses), hints per iteration; 4 KB
+# messages fit the FIFO, so no iteration waits on a timeout
+GAPPACE_HINTS_SOCK=@gp-alltoall-test-$$ run think -- --msg 4k --iterations 4 --think-ms 300 --hints iteration --timeout 60
+j=$TMP/think.json
+check "think: exit 0, 3 pauses of 300 ms left out of the exchange's time ($(jq -c '[.seconds, .wall_seconds, .think_seconds]' "$j"))" \
+	jqt "$j" '.complete and .think_ms == 300 and .think_seconds == 0.9 and .wall_seconds >= 0.9 and (.seconds - (.wall_seconds - 0.9) | fabs) < 1e-6'
+check "think: no iteration counts a pause (median $(jq .iteration_us.p50 "$j") us)" \
+	jqt "$j" '.iteration_us.samples == 16 and .iteration_us.p50 < 300000'
+check "think: a BEGIN and an END per iteration, none open at the end" \
+	jqt "$j" '.hints.queued == 2 * (4 + 1) * 4 and .hints.rejected == 0'
+rc_is think 0 || fail "think: exit status $(cat "$TMP/think.rc")"
 
 # (3) bad input
 run bad_msg -- --msg 0 --iterations 1

@@ -74,6 +74,7 @@ TEST(Arguments, DefaultsAndSuffixes)
 	EXPECT_EQ(o->hints, HintMode::None);
 	EXPECT_TRUE(o->verify);
 	EXPECT_FALSE(o->trace_iterations);
+	EXPECT_EQ(o->think_ms, 0u);
 	EXPECT_FALSE(o->capacity_bps);
 	EXPECT_FALSE(o->cc);
 }
@@ -83,7 +84,7 @@ TEST(Arguments, EveryOption)
 	auto args = minimal({"--pattern", "half", "--side", "right", "--capacity", "200mbit", "--timeout", "0.5",
 			     "--setup-timeout", "3", "--stall-ms", "250", "--hints", "iteration", "--sndbuf", "4m",
 			     "--rcvbuf", "2m", "--cc", "cubic", "--out", "/tmp/x.json", "--no-verify",
-			     "--trace-iterations"});
+			     "--trace-iterations", "--think-ms", "100"});
 	// --volume instead of --iterations
 	args.erase(args.begin() + 10, args.begin() + 12);
 	args.insert(args.end(), {"--volume", "1g"});
@@ -102,6 +103,7 @@ TEST(Arguments, EveryOption)
 	EXPECT_EQ(o->out, "/tmp/x.json");
 	EXPECT_FALSE(o->verify);
 	EXPECT_TRUE(o->trace_iterations);
+	EXPECT_EQ(o->think_ms, 100u);
 	EXPECT_EQ(o->volume, 1ULL << 30);
 	EXPECT_FALSE(o->iterations);
 }
@@ -159,6 +161,8 @@ TEST(Arguments, BadInputIsRejectedWithAReason)
 	expect_usage_error(minimal({"--hints", "always"}), "--hints wants none, iteration or once");
 	expect_usage_error(minimal({"--cc", "a_name_longer_than_15"}), "--cc wants");
 	expect_usage_error(minimal({"--stall-ms", "0"}), "--stall-ms");
+	expect_usage_error(minimal({"--think-ms", "600001"}), "--think-ms");
+	expect_usage_error(minimal({"--think-ms", "-1"}), "--think-ms");
 	auto many = minimal();
 	many[11] = "100001";
 	expect_usage_error(many, "--iterations wants a number 1..100000");

@@ -24,7 +24,7 @@ constexpr OptionSpec kOptions[] = {
 	{"volume", true},  {"iterations", true},   {"pattern", true},	 {"side", true},	 {"capacity", true},
 	{"timeout", true}, {"setup-timeout", true}, {"stall-ms", true}, {"warmup", true},	 {"hints", true},	 {"sndbuf", true}, {"pacing-rate", true},
 	{"rcvbuf", true},  {"cc", true},	   {"out", true},	 {"no-verify", false},
-	{"trace-iterations", false},
+	{"trace-iterations", false}, {"think-ms", true},
 };
 
 // Typed access to the collected option values; keeps the first problem so that the parser reads
@@ -123,7 +123,7 @@ std::string usage_text()
 	       "                   [--side left|right] [--capacity BITS_PER_S] [--timeout SECONDS]\n"
 	       "                   [--setup-timeout SECONDS] [--stall-ms MS] [--warmup N] [--hints none|iteration|once]\n"
 	       "                   [--sndbuf BYTES] [--rcvbuf BYTES] [--pacing-rate RATE] [--cc NAME] [--out FILE] [--no-verify]\n"
-	       "                   [--trace-iterations]\n"
+	       "                   [--trace-iterations] [--think-ms MS]\n"
 	       "One process per rank. Rank 0 listens on --rendezvous and prints one JSON object (stdout and\n"
 	       "--out); the other ranks print nothing on success. Sizes take k/m/g suffixes (powers of 1024),\n"
 	       "--capacity tc units (200mbit) or bit/s. --volume is the total of all ranks' sends.\n"
@@ -234,6 +234,7 @@ Expected<Options> parse_arguments(int argc, char *const argv[])
 	}
 	o.verify = !r.has("no-verify");
 	o.trace_iterations = r.has("trace-iterations");
+	o.think_ms = r.number("think-ms", false, 0, 600 * 1000, false).value_or(0);
 	if (r.error())
 		return *r.error();
 	return o;

@@ -54,6 +54,10 @@ struct Options {
 	// iteration's end), reported with each iteration's slowest rank. Off by default: the reads
 	// cost a few microseconds per peer, which 1 KB iterations would notice.
 	bool trace_iterations = false;
+	// Idle milliseconds between measured iterations (the computation between an application's
+	// collectives): a daemon's settings linger only so long after a phase. Iteration times
+	// and the bandwidth leave it out; the warm-up iterations have none.
+	uint64_t think_ms = 0;
 	bool help = false;
 };
 

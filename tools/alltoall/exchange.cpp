@@ -4,6 +4,8 @@
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -71,7 +73,28 @@ Expected<void> Exchange::attach(EventLoop &loop)
 			return id.error();
 		s.id = *id;
 	}
+	if (shape_.think_ns) {
+		think_timer_ = UniqueFd(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+		if (!think_timer_)
+			return system_error("timerfd_create (--think-ms)");
+		auto id = loop.add(think_timer_.get(), EPOLLIN, [this](uint32_t) { return on_think_timer(); });
+		if (!id)
+			return id.error();
+		think_id_ = *id;
+	}
 	attached_ = true;
+	return {};
+}
+
+Expected<void> Exchange::on_think_timer()
+{
+	uint64_t expirations = 0;
+	if (::read(think_timer_.get(), &expirations, sizeof(expirations)) < 0 && errno != EAGAIN)
+		return system_error("reading the think timer");
+	if (thinking_ && running_) {
+		thinking_ = false;
+		start_iteration(monotonic_ns());
+	}
 	return {};
 }
 
@@ -154,6 +177,8 @@ Expected<Step> Exchange::pump()
 {
 	if (!running_ || finished())
 		return finished() ? Step::Finished : Step::Wait;
+	if (thinking_)
+		return Step::Wait; // the think timer starts the next iteration
 	const auto &pattern = pattern_buffer();
 	uint64_t budget = kWriteBudget;
 	for (;;) {
@@ -208,6 +233,15 @@ Expected<Step> Exchange::pump()
 			hints_.run_end(now - run_start_ns_);
 			return Step::Finished;
 		}
+		if (shape_.think_ns) {
+			itimerspec at{};
+			at.it_value.tv_sec = static_cast<time_t>(shape_.think_ns / 1000000000);
+			at.it_value.tv_nsec = static_cast<long>(shape_.think_ns % 1000000000);
+			if (::timerfd_settime(think_timer_.get(), 0, &at, nullptr) < 0)
+				return system_error("arming the think timer");
+			thinking_ = true;
+			return Step::Wait;
+		}
 		start_iteration(now);
 	}
 }
@@ -218,12 +252,15 @@ void Exchange::detach(EventLoop &loop)
 		const uint64_t now = monotonic_ns();
 		run_end_ns_ = now;
 		running_ = false;
-		hints_.end_open_phase(now - iteration_start_ns_);
+		if (!thinking_) // a stop between iterations leaves no phase open
+			hints_.end_open_phase(now - iteration_start_ns_);
 	}
 	if (!attached_)
 		return;
 	for (int peer : schedule_.peers)
 		loop.remove(streams_[peer].id);
+	if (think_id_)
+		loop.remove(think_id_);
 	attached_ = false;
 }
 

@@ -35,6 +35,9 @@ struct ExchangeShape {
 	uint64_t iterations = 0;
 	bool verify = true;
 	bool trace = false; // record each iteration's retransmissions (Options::trace_iterations)
+	// Idle time between one iteration's end and the next one's start (Options::think_ms),
+	// like the computation between an application's collectives. Not part of any iteration.
+	uint64_t think_ns = 0;
 };
 
 class Exchange {
@@ -71,6 +74,8 @@ private:
 	Expected<void> on_event(Stream &stream, uint32_t events);
 	Expected<void> read_all(Stream &stream);
 	void start_iteration(uint64_t now);
+	// The think timer fired: the next iteration starts.
+	Expected<void> on_think_timer();
 	// tcpi_total_retrans summed over this rank's data sockets.
 	uint64_t sockets_retrans() const;
 
@@ -99,6 +104,9 @@ private:
 	uint64_t bytes_sent_ = 0, bytes_received_ = 0, bytes_cross_sent_ = 0, bytes_cross_received_ = 0;
 	bool attached_ = false;
 	bool failed_ = false;
+	UniqueFd think_timer_; // a timerfd, with shape_.think_ns only
+	EventLoop::Id think_id_ = 0;
+	bool thinking_ = false;
 };
 
 } // namespace gp::alltoall

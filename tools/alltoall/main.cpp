@@ -298,7 +298,7 @@ int RankProcess::run()
 		return setup_expired("the start barrier");
 
 	// 4. The measured run, until done, the deadline, or rank 0's STOP.
-	Exchange exchange({o_.rank, o_.ranks, o_.msg, table.iterations, o_.verify, o_.trace_iterations}, *links,
+	Exchange exchange({o_.rank, o_.ranks, o_.msg, table.iterations, o_.verify, o_.trace_iterations, o_.think_ms * 1000000}, *links,
 			  *schedule, hints);
 	if (auto ok = exchange.attach(*loop_); !ok)
 		return give_up(ok.error());

@@ -148,7 +148,11 @@ std::string build_report(const ReportInput &in)
 	}
 	const bool timed_out = in.stopped || any_rank_timed_out;
 	const bool complete = !timed_out && in.missing_ranks.empty() && present.size() == static_cast<size_t>(ranks);
-	const double seconds = static_cast<double>(wall_max) / 1e9;
+	// --think-ms: the idle time between iterations is no part of the exchange's time (the
+	// nominal total, so a late timer counts against the exchange).
+	const uint64_t thinks = iterations_completed.value_or(0) > 1 ? *iterations_completed - 1 : 0;
+	const uint64_t think_ns = std::min(wall_max, thinks * o.think_ms * 1000000);
+	const double seconds = static_cast<double>(wall_max - think_ns) / 1e9;
 	const uint64_t bytes_cross = cross_l2r + cross_r2l;
 	const int directions = (cross_l2r > 0) + (cross_r2l > 0);
 
@@ -175,12 +179,15 @@ std::string build_report(const ReportInput &in)
 	optional_field(json, "sndbuf", o.sndbuf);
 	optional_field(json, "pacing_rate_bps", o.pacing_rate_bps);
 	json.field("warmup", o.warmup);
+	json.field("think_ms", o.think_ms);
+	json.field("think_seconds", static_cast<double>(think_ns) / 1e9);
 	optional_field(json, "rcvbuf", o.rcvbuf);
 	json.field("verified", verified && !present.empty() && o.verify);
 	json.field("timed_out", timed_out);
 	json.field("complete", complete);
 
-	json.field("seconds", seconds);
+	json.field("seconds", seconds); // the exchange's: the wall time less think_seconds
+	json.field("wall_seconds", static_cast<double>(wall_max) / 1e9);
 	json.field("bytes_total", bytes_total);
 	json.field("bytes_cross", bytes_cross);
 	json.field("bytes_cross_l2r", cross_l2r);

@@ -14,6 +14,7 @@
 #                   [--warmup N (unmeasured iterations before each run, at most what fits in
 #                   --seconds of wire time, at least 1; default 3)]
 # Environment: GP_BENCH_PACING_TOML, more keys for the daemons' [pacing] table (experiments);
+# GP_BENCH_DAEMON_TOML, more keys for their [daemon] table (linger = "500ms");
 # GP_BENCH_ALLTOALL_ARGS, more gp-alltoall options, split at spaces (--trace-iterations).
 #
 # For every topology (N+N hosts, one bottleneck of rate C with a FIFO of q packets per
@@ -186,7 +187,7 @@ tcp_counters() {
 DAEMON_PACING='' DAEMON_RTO=''
 daemon_config() { # HOST_INDEX: gappaced's config for that host (remedies from DAEMON_PACING/RTO)
 	cat <<CONF
-$(gp_daemon_toml "$STATE_DIR/${GPC_HOSTS[$1]}.json" "history = 64")
+$(gp_daemon_toml "$STATE_DIR/${GPC_HOSTS[$1]}.json" "history = 64" ${GP_BENCH_DAEMON_TOML:+"$GP_BENCH_DAEMON_TOML"})
 [remedies]
 pacing = $DAEMON_PACING
 rto = $DAEMON_RTO

@@ -144,7 +144,7 @@ Expected<Config> parse_config(const std::string &text, const std::string &source
 
 	if (const toml::table *t = section(check, root, "daemon")) {
 		check.only_keys(*t, "daemon", {"backend", "hints_socket", "control_socket", "state_file", "phase_timeout",
-					       "max_phases", "history", "linger", "quiet"});
+					       "max_phases", "history", "linger", "linger_idle", "quiet"});
 		if (auto v = check.get<std::string>(*t, "daemon", "backend", "a string")) {
 			if (*v == "auto")
 				config.backend = BackendChoice::Auto;
@@ -176,6 +176,8 @@ Expected<Config> parse_config(const std::string &text, const std::string &source
 			config.phase_timeout_ms = static_cast<uint32_t>((*v + 999) / 1000);
 		if (auto v = check.ranged(*t, "daemon", "linger", parse_time_us, "50ms", 0, 10ULL * 1000000, "0 .. 10s"))
 			config.linger_ms = static_cast<uint32_t>((*v + 999) / 1000);
+		if (auto v = check.ranged(*t, "daemon", "linger_idle", parse_time_us, "1s", 0, 60ULL * 1000000, "0 .. 60s"))
+			config.linger_idle_ms = static_cast<uint32_t>((*v + 999) / 1000);
 		if (auto v = check.ranged(*t, "daemon", "quiet", parse_time_us, "1s", 0, 60ULL * 1000000, "0 .. 60s"))
 			config.quiet_ms = static_cast<uint32_t>((*v + 999) / 1000);
 		if (auto v = check.ranged(*t, "daemon", "max_phases", parse_count, "4096", 1, 1 << 20, "1 .. 1048576"))

@@ -46,6 +46,12 @@ struct Config {
 	// Settings outlive their phase's END by this long (plus up to one 100 ms tick), so that
 	// back-to-back collectives of one process reuse them instead of reverting and reapplying.
 	uint32_t linger_ms = 50;
+	// After `linger`, settings stay up to this much longer while the phase's connections carry
+	// nothing new (what the application has written on them stays put, daemon/stock/stock.hpp
+	// written_bytes), checked every tick: a collective after computation then finds them in
+	// place instead of starting unpaced. A write on any of them releases them at the next
+	// tick. 0: off. Only where the phase's sockets are known (hints naming connections).
+	uint32_t linger_idle_ms = 0;
 	// A sender whose phase needs nothing (Plan::inert) is told, on the hints socket, to skip
 	// alike phases for this long (0: never advise). At most one such phase per period still
 	// reaches the daemon, and with it the measured duration calibration learns from.

@@ -549,6 +549,9 @@ void Daemon::begin_phase(hint::Hint h, bool from_kernel, Clock::time_point recei
 	ApplyRequest request{static_cast<pid_t>(r.sender.pid), planned, targets, &plan, &config_};
 	const auto planned_at = Clock::now();
 	backend_->apply(request, phase.applied, r.errors);
+	if (config_.linger_idle_ms && (phase.applied.paced || phase.applied.rto))
+		for (const TargetSocket &t : targets)
+			phase.inodes.push_back(t.socket.inode);
 	auto ns = [](auto d) { return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count()); };
 	r.resolve_ns = ns(resolve_ns);
 	r.backend_ns = ns(Clock::now() - planned_at);
@@ -627,10 +630,12 @@ void Daemon::end_phase(uint64_t pid, uint64_t phase_id, uint64_t duration_ns, co
 	}
 	Phase &phase = it->second;
 	std::vector<std::string> errors;
-	if (std::strcmp(why, "end") == 0 && config_.linger_ms && (phase.applied.paced || phase.applied.rto))
-		lingering_.push_back({pid, std::move(phase.applied),
-				      Clock::now() + std::chrono::milliseconds(config_.linger_ms)});
-	else
+	if (std::strcmp(why, "end") == 0 && (config_.linger_ms || !phase.inodes.empty()) &&
+	    (phase.applied.paced || phase.applied.rto)) {
+		const auto until = Clock::now() + std::chrono::milliseconds(config_.linger_ms);
+		lingering_.push_back({pid, std::move(phase.applied), until,
+				      until + std::chrono::milliseconds(config_.linger_idle_ms), std::move(phase.inodes), {}});
+	} else
 		backend_->revert(phase.applied, errors);
 	counters_.apply_errors += errors.size();
 	for (const std::string &e : errors) {
@@ -665,12 +670,51 @@ void Daemon::end_phase(uint64_t pid, uint64_t phase_id, uint64_t duration_ns, co
 	}
 }
 
+namespace {
+
+// Whether a lingering phase's connections carried nothing new since the first check (which
+// only takes the baseline). A socket gone, or unreadable, counts as not idle.
+bool still_idle(std::map<uint64_t, uint64_t> &baseline, std::span<const uint64_t> inodes,
+		const Expected<std::map<uint64_t, uint64_t>> &now)
+{
+	if (!now)
+		return false;
+	const bool first = baseline.empty();
+	for (uint64_t inode : inodes) {
+		const auto it = now->find(inode);
+		if (it == now->end())
+			return false;
+		if (first)
+			baseline[inode] = it->second;
+		else if (baseline[inode] != it->second)
+			return false;
+	}
+	return true;
+}
+
+} // namespace
+
 void Daemon::release_lingering(std::optional<uint64_t> pid, bool expired_only)
 {
 	const auto now = Clock::now();
 	std::vector<std::string> errors;
+	// One read of the socket table for every phase lingering while idle, and only if one is.
+	std::optional<Expected<std::map<uint64_t, uint64_t>>> written;
+	auto written_now = [&]() -> const Expected<std::map<uint64_t, uint64_t>> & {
+		if (!written) {
+			std::vector<uint64_t> inodes;
+			for (const Lingering &l : lingering_)
+				inodes.insert(inodes.end(), l.inodes.begin(), l.inodes.end());
+			written = stock::written_bytes(inodes);
+			if (!*written)
+				log(LOG_WARNING, "linger_idle: " + written->error().message);
+		}
+		return *written;
+	};
 	for (auto it = lingering_.begin(); it != lingering_.end();) {
-		if ((pid && it->pid != *pid) || (expired_only && now < it->until)) {
+		if ((pid && it->pid != *pid) || (expired_only && now < it->until) ||
+		    (expired_only && now < it->idle_until && !it->inodes.empty() &&
+		     still_idle(it->written, it->inodes, written_now()))) {
 			++it;
 			continue;
 		}

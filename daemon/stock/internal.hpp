@@ -28,6 +28,10 @@ enum class Undone {
 	gone,	  // the route, socket or process no longer exists: nothing to put back
 };
 
+// tcpi_bytes_acked of a struct tcp_info of `length` bytes as sock_diag sends it (INET_DIAG_INFO);
+// nullopt if the kernel's struct is too short to hold it.
+std::optional<uint64_t> tcp_info_bytes_acked(const void *info, size_t length);
+
 // Deletes the route a record describes (only if it still has our protocol).
 Expected<Undone> undo_route(const RouteRecord &record);
 // Puts a socket's original pacing rate back, if the process and socket still exist.

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <charconv>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "internal.hpp"
@@ -46,7 +47,7 @@ bool matches(const TcpSocket &socket, const SocketFilter &filter)
 	return true;
 }
 
-void encode_established_dump(RequestBuffer &request, uint8_t family)
+void encode_established_dump(RequestBuffer &request, uint8_t family, uint8_t extensions = 0)
 {
 	nlmsghdr *nlh = request.nlh();
 	nlh->nlmsg_type = SOCK_DIAG_BY_FAMILY;
@@ -55,6 +56,7 @@ void encode_established_dump(RequestBuffer &request, uint8_t family)
 	req->sdiag_family = family;
 	req->sdiag_protocol = IPPROTO_TCP;
 	req->idiag_states = 1U << TCP_ESTABLISHED;
+	req->idiag_ext = extensions;
 }
 
 Expected<TcpSocket> decode_socket(const nlmsghdr *nlh)
@@ -120,6 +122,42 @@ Expected<std::vector<TcpSocket>> list_established_tcp(const SocketFilter &filter
 										 : "sock_diag dump of IPv6 TCP sockets");
 	}
 	return sockets;
+}
+
+Expected<std::map<uint64_t, uint64_t>> written_bytes(std::span<const uint64_t> inodes)
+{
+	std::map<uint64_t, uint64_t> written;
+	if (inodes.empty())
+		return written;
+	const std::set<uint64_t> wanted(inodes.begin(), inodes.end());
+	auto netlink = NetlinkSocket::open(NETLINK_SOCK_DIAG);
+	if (!netlink)
+		return detail::with_context(netlink.error(), "cannot open a sock_diag socket");
+	for (const uint8_t family : {AF_INET, AF_INET6}) {
+		RequestBuffer request;
+		encode_established_dump(request, family, 1U << (INET_DIAG_INFO - 1));
+		auto done = netlink->transact(request, [&](const nlmsghdr *nlh) -> Expected<void> {
+			if (nlh->nlmsg_type != SOCK_DIAG_BY_FAMILY || mnl_nlmsg_get_payload_len(nlh) < sizeof(inet_diag_msg))
+				return make_error(EBADMSG, "malformed sock_diag message in kernel reply");
+			const auto *msg = static_cast<const inet_diag_msg *>(mnl_nlmsg_get_payload(nlh));
+			if (msg->idiag_state != TCP_ESTABLISHED || !wanted.count(msg->idiag_inode))
+				return {};
+			const AttrIndex attrs = AttrIndex::of_message(nlh, sizeof(inet_diag_msg), INET_DIAG_MAX);
+			const nlattr *info = attrs[INET_DIAG_INFO];
+			if (!info)
+				return make_error(EPROTO, "sock_diag sent no tcp_info for socket " + std::to_string(msg->idiag_inode));
+			const auto acked = detail::tcp_info_bytes_acked(mnl_attr_get_payload(info), mnl_attr_get_payload_len(info));
+			if (!acked)
+				return make_error(EPROTO, "this kernel's tcp_info has no tcpi_bytes_acked (Linux 4.1+)");
+			// idiag_wqueue: write_seq - snd_una, the bytes written and not yet acknowledged.
+			written[msg->idiag_inode] = *acked + msg->idiag_wqueue;
+			return {};
+		});
+		if (!done)
+			return detail::with_context(done.error(), family == AF_INET ? "sock_diag dump of IPv4 TCP sockets"
+										 : "sock_diag dump of IPv6 TCP sockets");
+	}
+	return written;
 }
 
 Expected<std::vector<ProcessSocket>> process_sockets(pid_t pid, std::span<const uint64_t> inodes)

@@ -57,6 +57,12 @@ struct SocketFilter {
 // process holds them, so nothing can be applied to them.
 Expected<std::vector<TcpSocket>> list_established_tcp(const SocketFilter &filter = {});
 
+// What the application has written on each of these established TCP sockets, by inode: the
+// bytes acknowledged (tcpi_bytes_acked) plus those still in the write queue. It stays put while
+// data already written is sent and acknowledged, and grows only with new writes. Sockets not
+// found (closed, or no longer established) are absent from the result.
+Expected<std::map<uint64_t, uint64_t>> written_bytes(std::span<const uint64_t> inodes);
+
 // A socket a process holds, and the fd number it holds it under.
 struct ProcessSocket {
 	uint64_t inode = 0;

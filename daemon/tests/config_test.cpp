@@ -128,13 +128,15 @@ INSTANTIATE_TEST_SUITE_P(
 		Bad{"LearnNotABool", "[planner]\nlearn = 1", "planner.learn: must be true or false"},
 		Bad{"LossCheckTooLong", "[planner]\nloss_check_phases = 5000", "planner.loss_check_phases: out of range 0 .. 4096"},
 		Bad{"LossCheckNegative", "[planner]\nloss_check_phases = -1", "planner.loss_check_phases: not a valid value"},
-		Bad{"QuietTooLong", "[daemon]\nquiet = \"61s\"", "daemon.quiet: out of range"}),
+		Bad{"QuietTooLong", "[daemon]\nquiet = \"61s\"", "daemon.quiet: out of range"},
+		Bad{"LingerIdleTooLong", "[daemon]\nlinger_idle = \"61s\"", "daemon.linger_idle: out of range"},
+		Bad{"LingerIdleNotATime", "[daemon]\nlinger_idle = \"soon\"", "daemon.linger_idle: not a valid value"}),
 	[](const auto &info) { return std::string(info.param.name); });
 
 TEST(Config, PlannerSection)
 {
 	auto c = parse_config("[planner]\nmodel = \"default\"\nparameters = \"/var/lib/gappace/p.json\"\n"
-			      "queue_share = 0.75\nfloor_cost = 0.02\nlearn = true\nloss_check_phases = 0\n[pacing]\nframe_overhead = 66\npace_local_peers = false\npacer = \"host\"\n[daemon]\nquiet = \"250ms\"",
+			      "queue_share = 0.75\nfloor_cost = 0.02\nlearn = true\nloss_check_phases = 0\n[pacing]\nframe_overhead = 66\npace_local_peers = false\npacer = \"host\"\n[daemon]\nquiet = \"250ms\"\nlinger_idle = \"2s\"",
 			      "t.toml");
 	ASSERT_TRUE(c) << c.error().message;
 	EXPECT_EQ(c->planner, "default");
@@ -147,6 +149,7 @@ TEST(Config, PlannerSection)
 	EXPECT_TRUE(c->learn_plans);
 	EXPECT_EQ(c->loss_check_phases, 0u);
 	EXPECT_EQ(c->quiet_ms, 250u);
+	EXPECT_EQ(c->linger_idle_ms, 2000u);
 	auto d = parse_config("", "t.toml");
 	ASSERT_TRUE(d);
 	EXPECT_EQ(d->planner, "models") << "the models decide unless told otherwise";
@@ -155,6 +158,7 @@ TEST(Config, PlannerSection)
 	EXPECT_EQ(d->loss_check_phases, 32u) << "the loss check is on";
 	EXPECT_TRUE(d->pace_local_peers) << "a paced phase's same-side connections are paced alike";
 	EXPECT_EQ(d->quiet_ms, 1000u);
+	EXPECT_EQ(d->linger_idle_ms, 0u) << "settings outlive a phase by `linger` alone unless told";
 	EXPECT_FALSE(d->host_shaper) << "the daemon installs no qdisc unless told to";
 }
 

@@ -244,6 +244,33 @@ check "paced phase with tuple peers: recorded" \
 	bash -c "$GAPCTL -j daemon show | jq -e '.history[-1] | .kind==\"allgather\" and .sockets==1 and .resolve_ns>0 and .paced==1' >/dev/null"
 cp "$TMP/good.toml" "$TMP/gappaced.toml"; kill -HUP "$DAEMON_PID"; sleep 0.3
 
+# ---- linger_idle: past `linger`, the settings stay while the phase's connection carries
+# nothing new, and go at the first tick after the application writes on it, or at the latest
+# linger_idle after `linger`
+sed -e 's/^phase_timeout = "30s"$/&\nlinger = "50ms"\nlinger_idle = "1s"/' "$TMP/good.toml" >"$TMP/gappaced.toml"
+kill -HUP "$DAEMON_PID"; sleep 0.3
+phase=$(say begin alltoall 1048576 10.213.0.2 | awk '/^phase/{print $2}')
+sleep 0.3
+say end "$phase" >/dev/null
+sleep 0.5 # linger and three ticks: an idle connection's baseline is taken, then compared
+check "linger_idle: the idle connection is still paced past linger ($(say pacing))" test "$(say pacing)" = "pacing 12500000"
+check "linger_idle: and its route is still there" bash -c "ip -n $NSA route show 10.213.0.2 proto 167 | grep -q rto_min"
+check "linger_idle: one phase lingering" test "$(counter phases_lingering)" -eq 1
+check "linger_idle: the client writes outside a phase ($(say send 20000))" true
+released=""
+for _ in $(seq 40); do [[ $(say pacing) == "$orig" ]] && { released=1; break; }; sleep 0.05; done
+check "linger_idle: the write released the pacing within two ticks ($(say pacing))" test -n "$released"
+check "linger_idle: and the route" bash -c "[[ -z \$(ip -n $NSA route show 10.213.0.2 proto 167) ]]"
+phase=$(say begin alltoall 1048576 10.213.0.2 | awk '/^phase/{print $2}')
+sleep 0.3
+say end "$phase" >/dev/null
+sleep 0.5
+check "linger_idle: idle again, still paced ($(say pacing))" test "$(say pacing)" = "pacing 12500000"
+released=""
+for _ in $(seq 30); do [[ $(say pacing) == "$orig" ]] && { released=1; break; }; sleep 0.05; done
+check "linger_idle: without a write, released by linger + linger_idle (1.05 s) and a tick" test -n "$released"
+cp "$TMP/good.toml" "$TMP/gappaced.toml"; kill -HUP "$DAEMON_PID"; sleep 0.3
+
 # ---- pacer = "host": the phase's crossing socket goes into the device's shaper (SO_PRIORITY
 # 6761:1) instead of getting its own cap; the shaper goes when idle; a root qdisc somebody
 # configured is left alone and the socket is capped by itself instead

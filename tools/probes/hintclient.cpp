@@ -9,6 +9,8 @@
 //   end ID                     phase_end; "ended ID"
 //   pacing                     SO_MAX_PACING_RATE of every held connection; "pacing R..."
 //   priority                   SO_PRIORITY of every held connection; "priority P..." (hex)
+//   send BYTES                 write BYTES (at most 1 MiB) on every held connection, as
+//                              traffic outside any phase; "sent N" (bytes in all)
 //   stats                      the library's counters as JSON
 //   quit
 // Every reply is one flushed line; errors print "error ..." and the client carries on.
@@ -181,6 +183,20 @@ int main()
 				out += hex;
 			}
 			std::printf("%s\n", out.c_str());
+		} else if (cmd == "send") {
+			uint64_t bytes = 0;
+			if (!(in >> bytes) || bytes == 0 || bytes > (1u << 20)) {
+				std::printf("error send wants 1..1048576 bytes\n");
+			} else {
+				const std::vector<char> data(bytes, 's');
+				uint64_t sent = 0;
+				for (int fd : conns) {
+					const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+					if (n > 0)
+						sent += static_cast<uint64_t>(n);
+				}
+				std::printf("sent %llu\n", static_cast<unsigned long long>(sent));
+			}
 		} else if (cmd == "stats") {
 			gapctl_stats s{};
 			s.struct_size = sizeof(s);

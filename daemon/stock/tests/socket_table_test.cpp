@@ -5,6 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <map>
+#include <vector>
+
 #include "netns.hpp"
 #include "stock.hpp"
 
@@ -131,6 +134,50 @@ TEST(SocketTableNamespaces, DualStackPeersAreReportedAsIPv4)
 	EXPECT_EQ(in_far->front().remote.family, AF_INET);
 	EXPECT_EQ(in_far->front().local.family, AF_INET);
 	EXPECT_EQ(in_far->front().inode, st.st_ino);
+}
+
+// written_bytes: what the application wrote, whether sent, acknowledged or still queued; it
+// grows by exactly what each write adds and stays put while that is delivered.
+TEST(SocketTableNamespaces, WrittenBytesGrowWithWritesOnly)
+{
+	if (auto reason = testing::namespace_tests_unavailable())
+		GTEST_SKIP() << *reason;
+	std::string error;
+	auto pair = NetnsPair::create(error);
+	ASSERT_TRUE(pair) << error;
+	UniqueFd listener = pair->far_socket(AF_INET, SOCK_STREAM);
+	ASSERT_TRUE(listener);
+	sockaddr_in any{};
+	any.sin_family = AF_INET;
+	ASSERT_EQ(bind(listener.get(), reinterpret_cast<sockaddr *>(&any), sizeof(any)), 0);
+	ASSERT_EQ(listen(listener.get(), 1), 0);
+	socklen_t len = sizeof(any);
+	getsockname(listener.get(), reinterpret_cast<sockaddr *>(&any), &len);
+	Endpoint server = pair->far_address(AF_INET);
+	server.port = ntohs(any.sin_port);
+	auto client = ClientProcess::start(server, ClientProcess::Mode::idle, std::nullopt, error);
+	ASSERT_TRUE(client) << error;
+	UniqueFd accepted(accept(listener.get(), nullptr, nullptr));
+	ASSERT_TRUE(accepted);
+	struct stat st {};
+	fstat(accepted.get(), &st);
+	const uint64_t inodes[] = {st.st_ino, st.st_ino + 1000000};
+	auto written = [&] {
+		Expected<std::map<uint64_t, uint64_t>> out = make_error(EINVAL, "not run");
+		testing::in_netns(pair->far_fd(), [&] { out = written_bytes(inodes); });
+		EXPECT_TRUE(out) << out.error().message;
+		EXPECT_EQ(out->count(st.st_ino + 1000000), 0u) << "an inode that is no socket is absent";
+		return out ? out->at(st.st_ino) : uint64_t{0};
+	};
+	const uint64_t before = written();
+	std::vector<char> data(100000, 'x');
+	ASSERT_EQ(send(accepted.get(), data.data(), data.size(), 0), static_cast<ssize_t>(data.size()));
+	const uint64_t queued = written();
+	EXPECT_EQ(queued - before, data.size()) << "acknowledged or not, written";
+	usleep(200000); // delivered into the idle client's receive buffer meanwhile
+	EXPECT_EQ(written(), queued) << "delivery changes nothing";
+	ASSERT_EQ(send(accepted.get(), data.data(), 5000, 0), 5000);
+	EXPECT_EQ(written() - queued, 5000u);
 }
 
 TEST(SocketTableErrors, ProcessesThatDoNotExist)

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <map>
 #include <vector>
 
@@ -17,6 +18,33 @@ namespace {
 using testing::ClientProcess;
 using testing::FarServer;
 using testing::NetnsPair;
+
+// An idle client in near connected, over IPv4, to a listener of `listen_family` in far (an
+// IPv6 one takes it dual-stack), and the connection's far end, accepted by this process.
+struct FarConnection {
+	std::unique_ptr<ClientProcess> client;
+	UniqueFd accepted;
+};
+FarConnection connect_to_far(const NetnsPair &pair, int listen_family, std::string &error)
+{
+	FarConnection out;
+	UniqueFd listener = pair.far_socket(listen_family, SOCK_STREAM);
+	sockaddr_storage any{};
+	any.ss_family = static_cast<sa_family_t>(listen_family);
+	socklen_t len = listen_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+	if (!listener || bind(listener.get(), reinterpret_cast<sockaddr *>(&any), len) != 0 ||
+	    listen(listener.get(), 1) != 0 || getsockname(listener.get(), reinterpret_cast<sockaddr *>(&any), &len) != 0) {
+		error = std::string("far listener: ") + std::strerror(errno);
+		return out;
+	}
+	Endpoint server = pair.far_address(AF_INET);
+	server.port = ntohs(listen_family == AF_INET6 ? reinterpret_cast<sockaddr_in6 *>(&any)->sin6_port
+						       : reinterpret_cast<sockaddr_in *>(&any)->sin_port);
+	out.client = ClientProcess::start(server, ClientProcess::Mode::idle, std::nullopt, error);
+	if (out.client)
+		out.accepted = UniqueFd(accept(listener.get(), nullptr, nullptr));
+	return out;
+}
 
 class SocketTable : public ::testing::TestWithParam<int> {
 protected:
@@ -107,22 +135,10 @@ TEST(SocketTableNamespaces, DualStackPeersAreReportedAsIPv4)
 	ASSERT_TRUE(pair) << error;
 	// An IPv6 listener in far takes an IPv4 connection: its accepted socket is AF_INET6 with
 	// an IPv4-mapped peer. It is listed in far only, and with the peer as IPv4.
-	UniqueFd listener = pair->far_socket(AF_INET6, SOCK_STREAM);
-	ASSERT_TRUE(listener);
-	sockaddr_in6 any{};
-	any.sin6_family = AF_INET6;
-	ASSERT_EQ(bind(listener.get(), reinterpret_cast<sockaddr *>(&any), sizeof(any)), 0);
-	ASSERT_EQ(listen(listener.get(), 1), 0);
-	socklen_t len = sizeof(any);
-	getsockname(listener.get(), reinterpret_cast<sockaddr *>(&any), &len);
-	Endpoint server = pair->far_address(AF_INET);
-	server.port = ntohs(any.sin6_port);
-	auto client = ClientProcess::start(server, ClientProcess::Mode::idle, std::nullopt, error);
-	ASSERT_TRUE(client) << error;
-	UniqueFd accepted(accept(listener.get(), nullptr, nullptr));
-	ASSERT_TRUE(accepted);
+	FarConnection far = connect_to_far(*pair, AF_INET6, error);
+	ASSERT_TRUE(far.accepted) << error;
 	struct stat st {};
-	fstat(accepted.get(), &st);
+	fstat(far.accepted.get(), &st);
 
 	Expected<std::vector<TcpSocket>> in_far = make_error(EINVAL, "not run");
 	SocketFilter by_peer;
@@ -145,22 +161,11 @@ TEST(SocketTableNamespaces, WrittenBytesGrowWithWritesOnly)
 	std::string error;
 	auto pair = NetnsPair::create(error);
 	ASSERT_TRUE(pair) << error;
-	UniqueFd listener = pair->far_socket(AF_INET, SOCK_STREAM);
-	ASSERT_TRUE(listener);
-	sockaddr_in any{};
-	any.sin_family = AF_INET;
-	ASSERT_EQ(bind(listener.get(), reinterpret_cast<sockaddr *>(&any), sizeof(any)), 0);
-	ASSERT_EQ(listen(listener.get(), 1), 0);
-	socklen_t len = sizeof(any);
-	getsockname(listener.get(), reinterpret_cast<sockaddr *>(&any), &len);
-	Endpoint server = pair->far_address(AF_INET);
-	server.port = ntohs(any.sin_port);
-	auto client = ClientProcess::start(server, ClientProcess::Mode::idle, std::nullopt, error);
-	ASSERT_TRUE(client) << error;
-	UniqueFd accepted(accept(listener.get(), nullptr, nullptr));
-	ASSERT_TRUE(accepted);
+	FarConnection far = connect_to_far(*pair, AF_INET, error);
+	ASSERT_TRUE(far.accepted) << error;
+	const int accepted = far.accepted.get();
 	struct stat st {};
-	fstat(accepted.get(), &st);
+	fstat(accepted, &st);
 	const uint64_t inodes[] = {st.st_ino, st.st_ino + 1000000};
 	auto written = [&] {
 		Expected<std::map<uint64_t, uint64_t>> out = make_error(EINVAL, "not run");
@@ -171,12 +176,12 @@ TEST(SocketTableNamespaces, WrittenBytesGrowWithWritesOnly)
 	};
 	const uint64_t before = written();
 	std::vector<char> data(100000, 'x');
-	ASSERT_EQ(send(accepted.get(), data.data(), data.size(), 0), static_cast<ssize_t>(data.size()));
+	ASSERT_EQ(send(accepted, data.data(), data.size(), 0), static_cast<ssize_t>(data.size()));
 	const uint64_t queued = written();
 	EXPECT_EQ(queued - before, data.size()) << "acknowledged or not, written";
 	usleep(200000); // delivered into the idle client's receive buffer meanwhile
 	EXPECT_EQ(written(), queued) << "delivery changes nothing";
-	ASSERT_EQ(send(accepted.get(), data.data(), 5000, 0), 5000);
+	ASSERT_EQ(send(accepted, data.data(), 5000, 0), 5000);
 	EXPECT_EQ(written() - queued, 5000u);
 }
 

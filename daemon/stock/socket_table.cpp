@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <charconv>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -59,11 +60,44 @@ void encode_established_dump(RequestBuffer &request, uint8_t family, uint8_t ext
 	req->idiag_ext = extensions;
 }
 
-Expected<TcpSocket> decode_socket(const nlmsghdr *nlh)
+Expected<const inet_diag_msg *> diag_message(const nlmsghdr *nlh)
 {
 	if (nlh->nlmsg_type != SOCK_DIAG_BY_FAMILY || mnl_nlmsg_get_payload_len(nlh) < sizeof(inet_diag_msg))
 		return make_error(EBADMSG, "malformed sock_diag message in kernel reply");
-	const auto *msg = static_cast<const inet_diag_msg *>(mnl_nlmsg_get_payload(nlh));
+	return static_cast<const inet_diag_msg *>(mnl_nlmsg_get_payload(nlh));
+}
+
+// Every established TCP socket of this netns, IPv4 then IPv6, with the `extensions`
+// (1 << (INET_DIAG_* - 1)) asked for. A state filter is a request, not a promise: the handler
+// sees only messages whose state is checked.
+Expected<void> dump_established(uint8_t extensions,
+				const std::function<Expected<void>(const nlmsghdr *, const inet_diag_msg &)> &handler)
+{
+	auto netlink = NetlinkSocket::open(NETLINK_SOCK_DIAG);
+	if (!netlink)
+		return detail::with_context(netlink.error(), "cannot open a sock_diag socket");
+	for (const uint8_t family : {AF_INET, AF_INET6}) {
+		RequestBuffer request;
+		encode_established_dump(request, family, extensions);
+		auto done = netlink->transact(request, [&](const nlmsghdr *nlh) -> Expected<void> {
+			auto msg = diag_message(nlh);
+			if (!msg)
+				return msg.error();
+			return (*msg)->idiag_state == TCP_ESTABLISHED ? handler(nlh, **msg) : Expected<void>{};
+		});
+		if (!done)
+			return detail::with_context(done.error(), family == AF_INET ? "sock_diag dump of IPv4 TCP sockets"
+										 : "sock_diag dump of IPv6 TCP sockets");
+	}
+	return {};
+}
+
+Expected<TcpSocket> decode_socket(const nlmsghdr *nlh)
+{
+	auto message = diag_message(nlh);
+	if (!message)
+		return message.error();
+	const inet_diag_msg *msg = *message;
 	if (msg->idiag_family != AF_INET && msg->idiag_family != AF_INET6)
 		return make_error(EBADMSG, "sock_diag reply of unknown family " + std::to_string(msg->idiag_family));
 	TcpSocket socket;
@@ -100,27 +134,17 @@ Expected<std::vector<TcpSocket>> list_established_tcp(const SocketFilter &filter
 {
 	if (filter.remote && filter.remote->family != AF_INET && filter.remote->family != AF_INET6)
 		return make_error(EINVAL, "socket filter: the remote address must be IPv4 or IPv6");
-	auto netlink = NetlinkSocket::open(NETLINK_SOCK_DIAG);
-	if (!netlink)
-		return detail::with_context(netlink.error(), "cannot open a sock_diag socket");
 	std::vector<TcpSocket> sockets;
-	for (const uint8_t family : {AF_INET, AF_INET6}) {
-		RequestBuffer request;
-		encode_established_dump(request, family);
-		auto done = netlink->transact(request, [&](const nlmsghdr *nlh) -> Expected<void> {
-			auto socket = decode_socket(nlh);
-			if (!socket)
-				return socket.error();
-			// A state filter is a request, not a promise: check it like every other field.
-			const auto *msg = static_cast<const inet_diag_msg *>(mnl_nlmsg_get_payload(nlh));
-			if (msg->idiag_state == TCP_ESTABLISHED && socket->inode != 0 && matches(*socket, filter))
-				sockets.push_back(*socket);
-			return {};
-		});
-		if (!done)
-			return detail::with_context(done.error(), family == AF_INET ? "sock_diag dump of IPv4 TCP sockets"
-										 : "sock_diag dump of IPv6 TCP sockets");
-	}
+	auto done = dump_established(0, [&](const nlmsghdr *nlh, const inet_diag_msg &) -> Expected<void> {
+		auto socket = decode_socket(nlh);
+		if (!socket)
+			return socket.error();
+		if (socket->inode != 0 && matches(*socket, filter))
+			sockets.push_back(*socket);
+		return {};
+	});
+	if (!done)
+		return done.error();
 	return sockets;
 }
 
@@ -130,33 +154,22 @@ Expected<std::map<uint64_t, uint64_t>> written_bytes(std::span<const uint64_t> i
 	if (inodes.empty())
 		return written;
 	const std::set<uint64_t> wanted(inodes.begin(), inodes.end());
-	auto netlink = NetlinkSocket::open(NETLINK_SOCK_DIAG);
-	if (!netlink)
-		return detail::with_context(netlink.error(), "cannot open a sock_diag socket");
-	for (const uint8_t family : {AF_INET, AF_INET6}) {
-		RequestBuffer request;
-		encode_established_dump(request, family, 1U << (INET_DIAG_INFO - 1));
-		auto done = netlink->transact(request, [&](const nlmsghdr *nlh) -> Expected<void> {
-			if (nlh->nlmsg_type != SOCK_DIAG_BY_FAMILY || mnl_nlmsg_get_payload_len(nlh) < sizeof(inet_diag_msg))
-				return make_error(EBADMSG, "malformed sock_diag message in kernel reply");
-			const auto *msg = static_cast<const inet_diag_msg *>(mnl_nlmsg_get_payload(nlh));
-			if (msg->idiag_state != TCP_ESTABLISHED || !wanted.count(msg->idiag_inode))
-				return {};
-			const AttrIndex attrs = AttrIndex::of_message(nlh, sizeof(inet_diag_msg), INET_DIAG_MAX);
-			const nlattr *info = attrs[INET_DIAG_INFO];
-			if (!info)
-				return make_error(EPROTO, "sock_diag sent no tcp_info for socket " + std::to_string(msg->idiag_inode));
-			const auto acked = detail::tcp_info_bytes_acked(mnl_attr_get_payload(info), mnl_attr_get_payload_len(info));
-			if (!acked)
-				return make_error(EPROTO, "this kernel's tcp_info has no tcpi_bytes_acked (Linux 4.1+)");
-			// idiag_wqueue: write_seq - snd_una, the bytes written and not yet acknowledged.
-			written[msg->idiag_inode] = *acked + msg->idiag_wqueue;
+	auto done = dump_established(1U << (INET_DIAG_INFO - 1), [&](const nlmsghdr *nlh, const inet_diag_msg &msg) -> Expected<void> {
+		if (!wanted.count(msg.idiag_inode))
 			return {};
-		});
-		if (!done)
-			return detail::with_context(done.error(), family == AF_INET ? "sock_diag dump of IPv4 TCP sockets"
-										 : "sock_diag dump of IPv6 TCP sockets");
-	}
+		const AttrIndex attrs = AttrIndex::of_message(nlh, sizeof(inet_diag_msg), INET_DIAG_MAX);
+		const nlattr *info = attrs[INET_DIAG_INFO];
+		if (!info)
+			return make_error(EPROTO, "sock_diag sent no tcp_info for socket " + std::to_string(msg.idiag_inode));
+		const auto acked = detail::tcp_info_bytes_acked(mnl_attr_get_payload(info), mnl_attr_get_payload_len(info));
+		if (!acked)
+			return make_error(EPROTO, "this kernel's tcp_info has no tcpi_bytes_acked (Linux 4.1+)");
+		// idiag_wqueue: write_seq - snd_una, the bytes written and not yet acknowledged.
+		written[msg.idiag_inode] = *acked + msg.idiag_wqueue;
+		return {};
+	});
+	if (!done)
+		return done.error();
 	return written;
 }
 

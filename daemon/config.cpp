@@ -176,7 +176,7 @@ Expected<Config> parse_config(const std::string &text, const std::string &source
 			config.phase_timeout_ms = static_cast<uint32_t>((*v + 999) / 1000);
 		if (auto v = check.ranged(*t, "daemon", "linger", parse_time_us, "50ms", 0, 10ULL * 1000000, "0 .. 10s"))
 			config.linger_ms = static_cast<uint32_t>((*v + 999) / 1000);
-		if (auto v = check.ranged(*t, "daemon", "linger_idle", parse_time_us, "1s", 0, 60ULL * 1000000, "0 .. 60s"))
+		if (auto v = check.ranged(*t, "daemon", "linger_idle", parse_time_us, "2s", 0, 60ULL * 1000000, "0 .. 60s"))
 			config.linger_idle_ms = static_cast<uint32_t>((*v + 999) / 1000);
 		if (auto v = check.ranged(*t, "daemon", "quiet", parse_time_us, "1s", 0, 60ULL * 1000000, "0 .. 60s"))
 			config.quiet_ms = static_cast<uint32_t>((*v + 999) / 1000);

@@ -51,7 +51,7 @@ struct Config {
 	// written_bytes), checked every tick: a collective after computation then finds them in
 	// place instead of starting unpaced. A write on any of them releases them at the next
 	// tick. 0: off. Only where the phase's sockets are known (hints naming connections).
-	uint32_t linger_idle_ms = 0;
+	uint32_t linger_idle_ms = 2000;
 	// A sender whose phase needs nothing (Plan::inert) is told, on the hints socket, to skip
 	// alike phases for this long (0: never advise). At most one such phase per period still
 	// reaches the daemon, and with it the measured duration calibration learns from.

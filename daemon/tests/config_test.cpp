@@ -158,7 +158,7 @@ TEST(Config, PlannerSection)
 	EXPECT_EQ(d->loss_check_phases, 32u) << "the loss check is on";
 	EXPECT_TRUE(d->pace_local_peers) << "a paced phase's same-side connections are paced alike";
 	EXPECT_EQ(d->quiet_ms, 1000u);
-	EXPECT_EQ(d->linger_idle_ms, 0u) << "settings outlive a phase by `linger` alone unless told";
+	EXPECT_EQ(d->linger_idle_ms, 2000u) << "settings stay while the connections are idle: a collective after computation starts paced";
 	EXPECT_FALSE(d->host_shaper) << "the daemon installs no qdisc unless told to";
 }
 

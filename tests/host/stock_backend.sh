@@ -75,6 +75,8 @@ hints_socket = "$TMP/hints.sock"
 control_socket = "$TMP/control.sock"
 state_file = "$TMP/state.json"
 phase_timeout = "30s"
+# Settings go right after END here (the linger_idle section below turns it on for itself).
+linger_idle = "0s"
 # This test checks the actuation chain: the simple rule (pace and floor every crossing phase) and
 # rates taken literally. The models' decisions are tested in daemon/tests and by bench-system.
 [planner]
@@ -247,7 +249,8 @@ cp "$TMP/good.toml" "$TMP/gappaced.toml"; kill -HUP "$DAEMON_PID"; sleep 0.3
 # ---- linger_idle: past `linger`, the settings stay while the phase's connection carries
 # nothing new, and go at the first tick after the application writes on it, or at the latest
 # linger_idle after `linger`
-sed -e 's/^phase_timeout = "30s"$/&\nlinger = "50ms"\nlinger_idle = "1s"/' "$TMP/good.toml" >"$TMP/gappaced.toml"
+sed -e 's/^linger_idle = "0s"$/linger = "50ms"\nlinger_idle = "1s"/' "$TMP/good.toml" >"$TMP/gappaced.toml"
+grep -q '^linger_idle = "1s"$' "$TMP/gappaced.toml" || { echo "FAIL the linger_idle config was not written"; exit 1; }
 kill -HUP "$DAEMON_PID"; sleep 0.3
 phase=$(say begin alltoall 1048576 10.213.0.2 | awk '/^phase/{print $2}')
 sleep 0.3

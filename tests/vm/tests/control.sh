@@ -4,7 +4,8 @@
 # stamps and multicasts them; gappaced (module backend) plans, installs a flow rule on eth0
 # and an RTO override on the rank's socket, both leases of its netlink socket, and reverts
 # them at the phase end. Checked: settings live during the phase and gone after it; a hint
-# from another uid changes nothing; SIGKILL of the daemon lets the kernel restore everything.
+# from another uid changes nothing; with linger_idle, an idle socket keeps them past linger and
+# a write releases them; SIGKILL of the daemon lets the kernel restore everything.
 . "$GP_LIB"
 
 gp_load_module gappace
@@ -21,6 +22,8 @@ cat >/run/gappace/gappaced.toml <<CONF
 [daemon]
 backend = "module"
 phase_timeout = "60s"
+# Settings go right after END here (the linger_idle section below turns it on for itself).
+linger_idle = "0s"
 # This test checks the actuation chain: the simple rule (pace and floor every crossing phase) and
 # rates taken literally. The models' decisions are tested in daemon/tests and by bench-system.
 [planner]
@@ -106,6 +109,34 @@ sed -i '/^linger = "3s"$/d' /run/gappace/gappaced.toml
 kill -HUP "$daemon"
 sleep 0.5
 echo "lingering phase and the next of the same rank: one share" >>"$log"
+
+# --- linger_idle with the module backend: past linger, the rule and the override stay while
+# the rank writes nothing on its socket (sock_diag, tcp_diag), and go at the tick after a write
+sed -i 's/^linger_idle = "0s"$/linger_idle = "2s"/' /run/gappace/gappaced.toml
+grep -q '^linger_idle = "2s"$' /run/gappace/gappaced.toml || gp_die "linger_idle not set in the config"
+kill -HUP "$daemon"
+sleep 0.5
+phase=$(say begin alltoall 1048576 10.0.0.2 | awk '/^phase/{print $2}')
+[ -n "$phase" ] || gp_die "begin failed (linger_idle)"
+sleep 0.3
+say end "$phase" >/dev/null
+sleep 0.6 # linger (50 ms) and several ticks: the baseline is taken, then compared
+rules | grep -q '10.0.0.2' || gp_fail "linger_idle: the idle socket's flow rule went past linger"
+rtos | grep -q "\"local\":\"$local_end\"" || gp_fail "linger_idle: the idle socket's RTO override went past linger"
+show | grep -q '"phases_lingering":1' || gp_fail "linger_idle: no phase lingering"
+sent=$(say send 20000)
+case $sent in sent*) ;; *) gp_fail "linger_idle: the client could not write: $sent" ;; esac
+i=0
+while rules | grep -q '10.0.0.2'; do
+    i=$((i + 1)); [ $i -lt 10 ] || { gp_fail "linger_idle: a write did not release the rule within 0.5 s"; break; }
+    sleep 0.05
+done
+rtos | grep -q "$local_end" && gp_fail "linger_idle: a write did not release the RTO override"
+grep -q 'linger_idle:' /results/gappaced.log && gp_fail "linger_idle: the daemon could not read the socket table: $(grep linger_idle: /results/gappaced.log)"
+sed -i 's/^linger_idle = "2s"$/linger_idle = "0s"/' /run/gappace/gappaced.toml
+kill -HUP "$daemon"
+sleep 0.5
+echo "linger_idle: kept while idle, released by a write" >>"$log"
 
 # --- a share above the qdisc's link rate (a bottleneck described faster than this host's own
 # link): the rule is installed at the link rate, not refused by the kernel (ERANGE)

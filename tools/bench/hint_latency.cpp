@@ -111,8 +111,9 @@ void usage(FILE *out)
 		     "  --no-route        do not watch the daemon's host route\n"
 		     "  --ehash-buckets N give the namespaces a TCP hash table of their own, N buckets\n"
 		     "                    (default: they share the host's, whose size a sock_diag dump walks)\n"
-		     "  --linger TIME     the daemon's [daemon] linger (default 0ms: end -> unpaced is the revert\n"
-		     "                    itself); \"default\" keeps the daemon's own, which delays reverts\n"
+		     "  --linger TIME     the daemon's [daemon] linger, with linger_idle 0 (default 0ms: end ->\n"
+		     "                    unpaced is the revert itself); \"default\" keeps the daemon's own\n"
+		     "                    linger and linger_idle, which delay reverts\n"
 		     "  --vary-peers      name the peer with rank 1 and 2 in turn, so that no phase repeats the\n"
 		     "                    one before (gappaced reuses a sender's socket lookup for the same\n"
 		     "                    peer list for 1 s: this measures the lookup every time)\n"
@@ -565,7 +566,9 @@ std::string config_text(const std::string &dir, const std::string &linger)
 	    << "hints_socket = \"" << dir << "/hints.sock\"\n"
 	    << "control_socket = \"" << dir << "/control.sock\"\n"
 	    << "state_file = \"" << dir << "/state.json\"\n"
-	    << (linger.empty() ? "" : "linger = \"" + linger + "\"\n")
+	    // linger_idle would keep an idle socket's settings past linger: the next phase would
+	    // find them in place and measure nothing.
+	    << (linger.empty() ? "" : "linger = \"" + linger + "\"\nlinger_idle = \"0s\"\n")
 	    // The simple rule always paces and floors: every phase measures both paths.
 	    << "[planner]\nmodel = \"default\"\n[pacing]\nframe_overhead = 0\n"
 	    << "[[bottleneck]]\n"

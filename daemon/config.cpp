@@ -144,7 +144,8 @@ Expected<Config> parse_config(const std::string &text, const std::string &source
 
 	if (const toml::table *t = section(check, root, "daemon")) {
 		check.only_keys(*t, "daemon", {"backend", "hints_socket", "control_socket", "state_file", "phase_timeout",
-					       "max_phases", "history", "linger", "linger_idle", "quiet"});
+					       "max_phases", "history", "linger", "linger_idle", "quiet",
+					       "realtime_priority"});
 		if (auto v = check.get<std::string>(*t, "daemon", "backend", "a string")) {
 			if (*v == "auto")
 				config.backend = BackendChoice::Auto;
@@ -184,6 +185,9 @@ Expected<Config> parse_config(const std::string &text, const std::string &source
 			config.max_phases = static_cast<uint32_t>(*v);
 		if (auto v = check.ranged(*t, "daemon", "history", parse_count, "256", 0, 65536, "0 .. 65536"))
 			config.history = static_cast<uint32_t>(*v);
+		if (auto v = check.ranged(*t, "daemon", "realtime_priority", parse_count, "10", 0, 99,
+					  "0 .. 99 (0: normal scheduling)"))
+			config.realtime_priority = static_cast<uint32_t>(*v);
 	}
 
 	if (const toml::table *t = section(check, root, "remedies")) {

@@ -56,6 +56,12 @@ struct Config {
 	// alike phases for this long (0: never advise). At most one such phase per period still
 	// reaches the daemon, and with it the measured duration calibration learns from.
 	uint32_t quiet_ms = 1000;
+	// The daemon's SCHED_FIFO priority (1..99; 0: the normal scheduler). A hint must become
+	// settings before the phase's first packets leave, and MPI ranks spin on every CPU while
+	// they wait: under the normal scheduler the daemon waited behind them for 30-400 ms now and
+	// then, the phase started unpaced and paid an RTO (Documentation/control-plane.md,
+	// "Scheduling"). Its work per hint is tens of microseconds, so it takes little from them.
+	uint32_t realtime_priority = 10;
 
 	bool pacing = true;
 	bool rto = true;

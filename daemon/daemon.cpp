@@ -1,6 +1,7 @@
 #include "daemon.hpp"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <libmnl/libmnl.h>
 #include <linux/genetlink.h>
 #include <signal.h>
@@ -171,6 +172,7 @@ Expected<void> Daemon::setup()
 	if (!planner)
 		return planner.error();
 	planner_ = std::move(*planner);
+	apply_scheduling();
 	auto netns = stock::current_netns_inode();
 	if (!netns)
 		return netns.error();
@@ -760,6 +762,31 @@ void Daemon::on_signal()
 	}
 }
 
+// `[daemon] realtime_priority`: SCHED_FIFO at that priority, or the normal scheduler at 0.
+// Refused (no CAP_SYS_NICE, or a cgroup without a realtime budget) is logged and shown, not
+// fatal: the daemon works, only later under CPU load. SCHED_RESET_ON_FORK: nothing it might
+// start inherits the priority.
+void Daemon::apply_scheduling()
+{
+	const uint32_t priority = config_.realtime_priority;
+	sched_param param{};
+	param.sched_priority = static_cast<int>(priority);
+	const int policy = (priority ? SCHED_FIFO : SCHED_OTHER) | SCHED_RESET_ON_FORK;
+	const std::string wanted = priority ? "SCHED_FIFO priority " + std::to_string(priority) : "normal";
+	if (::sched_setscheduler(0, policy, &param) == 0) {
+		if (scheduling_ != wanted)
+			log(LOG_INFO, "scheduling: " + wanted);
+		scheduling_ = wanted;
+		return;
+	}
+	const std::string refused = wanted + " refused: " + std::strerror(errno);
+	const int running = ::sched_getscheduler(0) & ~SCHED_RESET_ON_FORK;
+	const std::string kept = running == SCHED_FIFO || running == SCHED_RR ? "realtime, as before" : "normal";
+	scheduling_ = kept + " (" + refused + ")";
+	recent_errors_.push_back("scheduling: " + refused);
+	log(LOG_WARNING, "scheduling: " + refused + "; running " + kept);
+}
+
 void Daemon::reload_config()
 {
 	sd_notify(0, "RELOADING=1");
@@ -788,6 +815,7 @@ void Daemon::reload_config()
 		kept.control_socket = config_.control_socket;
 		kept.state_file = config_.state_file;
 		config_ = std::move(kept);
+		apply_scheduling();
 		++counters_.config_reloads;
 		log(LOG_INFO, "config reloaded from " + config_.source);
 	}
@@ -898,6 +926,7 @@ std::string Daemon::show_json() const
 				     std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started_).count()));
 	j.field("kernel_hints", kernel_hints_.has_value()).field("hints_socket", config_.hints_socket);
 	j.field("netns", own_netns_);
+	j.field("scheduling", scheduling_);
 	j.end_object();
 	j.key("planner").begin_object();
 	j.field("name", planner_->name());

@@ -112,6 +112,7 @@ private:
 	void end_phase(uint64_t key_pid, uint64_t phase_id, uint64_t duration_ns, const char *why);
 	void revert_everything(const char *why);
 	std::string show_json() const;
+	void apply_scheduling();
 	void reload_config();
 	void log(int priority, const std::string &message) const;
 	void watch(int fd);
@@ -172,6 +173,7 @@ private:
 	Counters counters_;
 	std::deque<std::string> recent_errors_;
 	uint64_t own_netns_ = 0;
+	std::string scheduling_;	// what apply_scheduling() got, for `gapctl daemon show`
 	bool journal_ = false;
 	bool stopping_ = false;
 	std::chrono::steady_clock::time_point started_;

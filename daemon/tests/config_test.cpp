@@ -130,13 +130,16 @@ INSTANTIATE_TEST_SUITE_P(
 		Bad{"LossCheckNegative", "[planner]\nloss_check_phases = -1", "planner.loss_check_phases: not a valid value"},
 		Bad{"QuietTooLong", "[daemon]\nquiet = \"61s\"", "daemon.quiet: out of range"},
 		Bad{"LingerIdleTooLong", "[daemon]\nlinger_idle = \"61s\"", "daemon.linger_idle: out of range"},
-		Bad{"LingerIdleNotATime", "[daemon]\nlinger_idle = \"soon\"", "daemon.linger_idle: not a valid value"}),
+		Bad{"LingerIdleNotATime", "[daemon]\nlinger_idle = \"soon\"", "daemon.linger_idle: not a valid value"},
+		Bad{"RealtimePriorityAboveFifosRange", "[daemon]\nrealtime_priority = 100", "daemon.realtime_priority: out of range 0 .. 99"},
+		Bad{"RealtimePriorityNegative", "[daemon]\nrealtime_priority = -1", "daemon.realtime_priority: not a valid value"},
+		Bad{"RealtimePriorityNotANumber", "[daemon]\nrealtime_priority = \"high\"", "daemon.realtime_priority: not a valid value"}),
 	[](const auto &info) { return std::string(info.param.name); });
 
 TEST(Config, PlannerSection)
 {
 	auto c = parse_config("[planner]\nmodel = \"default\"\nparameters = \"/var/lib/gappace/p.json\"\n"
-			      "queue_share = 0.75\nfloor_cost = 0.02\nlearn = true\nloss_check_phases = 0\n[pacing]\nframe_overhead = 66\npace_local_peers = false\npacer = \"host\"\n[daemon]\nquiet = \"250ms\"\nlinger_idle = \"2s\"",
+			      "queue_share = 0.75\nfloor_cost = 0.02\nlearn = true\nloss_check_phases = 0\n[pacing]\nframe_overhead = 66\npace_local_peers = false\npacer = \"host\"\n[daemon]\nquiet = \"250ms\"\nlinger_idle = \"2s\"\nrealtime_priority = 0",
 			      "t.toml");
 	ASSERT_TRUE(c) << c.error().message;
 	EXPECT_EQ(c->planner, "default");
@@ -150,6 +153,7 @@ TEST(Config, PlannerSection)
 	EXPECT_EQ(c->loss_check_phases, 0u);
 	EXPECT_EQ(c->quiet_ms, 250u);
 	EXPECT_EQ(c->linger_idle_ms, 2000u);
+	EXPECT_EQ(c->realtime_priority, 0u);
 	auto d = parse_config("", "t.toml");
 	ASSERT_TRUE(d);
 	EXPECT_EQ(d->planner, "models") << "the models decide unless told otherwise";
@@ -160,6 +164,7 @@ TEST(Config, PlannerSection)
 	EXPECT_EQ(d->quiet_ms, 1000u);
 	EXPECT_EQ(d->linger_idle_ms, 2000u) << "settings stay while the connections are idle: a collective after computation starts paced";
 	EXPECT_FALSE(d->host_shaper) << "the daemon installs no qdisc unless told to";
+	EXPECT_EQ(d->realtime_priority, 10u) << "the daemon runs SCHED_FIFO: spinning ranks must not delay a hint";
 }
 
 TEST(Config, AbstractSocketsAreAccepted)

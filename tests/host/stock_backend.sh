@@ -212,6 +212,19 @@ kill -HUP "$DAEMON_PID"; sleep 0.3
 check "SIGHUP with a bad config: counted, still running" bash -c "[[ \$($GAPCTL -j daemon show | jq .counters.config_errors) -eq 1 ]]"
 cp "$TMP/good.toml" "$TMP/gappaced.toml"
 
+# ---- scheduling: SCHED_FIFO at realtime_priority (default 10), the normal scheduler at 0
+policy_of() { # PID -> "POLICY RT_PRIORITY" from /proc/PID/stat (fields 41 and 40; comm has no spaces)
+	awk '{print $41, $40}' "/proc/$1/stat"
+}
+check "scheduling: the daemon runs SCHED_FIFO at priority 10 ($(policy_of "$DAEMON_PID"))" test "$(policy_of "$DAEMON_PID")" = "1 10"
+check "scheduling: shown ($(show | jq -r .daemon.scheduling))" test "$(show | jq -r .daemon.scheduling)" = "SCHED_FIFO priority 10"
+sed -e 's/^phase_timeout = "30s"$/&\nrealtime_priority = 0/' "$TMP/good.toml" >"$TMP/gappaced.toml"
+kill -HUP "$DAEMON_PID"; sleep 0.3
+check "scheduling: realtime_priority = 0 and SIGHUP: the normal scheduler ($(policy_of "$DAEMON_PID"))" test "$(policy_of "$DAEMON_PID")" = "0 0"
+check "scheduling: shown as normal" test "$(show | jq -r .daemon.scheduling)" = "normal"
+cp "$TMP/good.toml" "$TMP/gappaced.toml"; kill -HUP "$DAEMON_PID"; sleep 0.3
+check "scheduling: back to SCHED_FIFO 10 on reload ($(policy_of "$DAEMON_PID"))" test "$(policy_of "$DAEMON_PID")" = "1 10"
+
 # ---- quiet advice: with the RTO remedy off, a phase whose burst fits the queue changes
 # nothing, so the daemon tells the client to skip alike phases for `quiet`; others still go
 sed -e 's/^floor = "5ms"$/floor = "5ms"\n[remedies]\nrto = false/' -e 's/^phase_timeout = "30s"$/&\nquiet = "2s"/' \
@@ -357,6 +370,21 @@ kill -TERM "$DAEMON_PID"; wait "$DAEMON_PID" 2>/dev/null || true; DAEMON_PID=""
 check "SIGTERM reverted the route" bash -c "[[ -z \$(ip -n $NSA route show 10.213.0.2 proto 167) ]]"
 check "SIGTERM reverted the pacing" test "$(say pacing)" = "$orig"
 check "SIGTERM left an empty state" bash -c "jq -e '(.routes|length)==0 and (.pacing|length)==0' $TMP/state.json >/dev/null"
+
+# ---- scheduling refused (no CAP_SYS_NICE, RLIMIT_RTPRIO 0): said, shown, and the daemon serves
+ip netns exec "$NSA" prlimit --rtprio=0 setpriv --inh-caps=-sys_nice --bounding-set=-sys_nice \
+	"$BUILD/daemon/gappaced" --config "$TMP/gappaced.toml" 2>>"$TMP/daemon.log" &
+DAEMON_PID=$!
+for _ in $(seq 50); do "$GAPCTL" daemon show >/dev/null 2>&1 && break; sleep 0.1; done
+sched=$(show | jq -r .daemon.scheduling)
+check "scheduling refused: shown ($sched)" bash -c "[[ '$sched' == 'normal (SCHED_FIFO priority 10 refused: Operation not permitted)' ]]"
+check "scheduling refused: in the recent errors" bash -c "$GAPCTL -j daemon show | jq -e '.recent_errors | any(startswith(\"scheduling: \"))' >/dev/null"
+check "scheduling refused: the daemon runs on, normally scheduled ($(policy_of "$DAEMON_PID"))" test "$(policy_of "$DAEMON_PID")" = "0 0"
+phase=$(say begin alltoall 1048576 10.213.0.2 | awk '/^phase/{print $2}')
+sleep 0.3
+check "scheduling refused: phases still applied ($(say pacing))" test "$(say pacing)" = "pacing 12500000"
+say end "$phase" >/dev/null
+kill -TERM "$DAEMON_PID"; wait "$DAEMON_PID" 2>/dev/null || true; DAEMON_PID=""
 echo quit >&5 2>/dev/null || true
 
 echo "--- daemon log"; cat "$TMP/daemon.log"

@@ -269,7 +269,7 @@ run_alltoall() { # VARIANT SIZE -> one JSON line on stdout
 	extra+=("${more[@]}")
 	local warmup
 	warmup=$(warmup_for $((n_left * (ranks - n_left) * m)) "$C_BPS" "$SECONDS_PER_RUN")
-	GAPPACE_HINTS_SOCK=$GAPPACE_HINTS_SOCK "$CLUSTER/alltoall.sh" --state "$GPC_STATE" -- \
+	GAPPACE_HINTS_SOCK=$GAPPACE_HINTS_SOCK "$CLUSTER/alltoall.sh" --state "$GPC_STATE" --program "$ALLTOALL" -- \
 		--msg "$m" --volume "$volume" --pattern "$PATTERN" --capacity "$C_BPS" --cc cubic --warmup "$warmup" \
 		--timeout "$CELL_TIMEOUT" "${extra[@]}" 2>"$TMP/alltoall.err" || true
 }

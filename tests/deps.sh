@@ -10,7 +10,7 @@ packages=(
 	googletest libgtest-dev libgmock-dev libbenchmark-dev
 	iproute2 jq python3 python3-yaml
 	openmpi-bin libopenmpi-dev mpich libmpich-dev gfortran
-	ethtool iperf3 iputils-ping gnuplot-nox
+	ethtool iperf3 iputils-ping gnuplot-nox systemd
 )
 
 missing=()

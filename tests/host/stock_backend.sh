@@ -218,6 +218,7 @@ policy_of() { # PID -> "POLICY RT_PRIORITY" from /proc/PID/stat (fields 41 and 4
 }
 check "scheduling: the daemon runs SCHED_FIFO at priority 10 ($(policy_of "$DAEMON_PID"))" test "$(policy_of "$DAEMON_PID")" = "1 10"
 check "scheduling: shown ($(show | jq -r .daemon.scheduling))" test "$(show | jq -r .daemon.scheduling)" = "SCHED_FIFO priority 10"
+check "scheduling: in gapctl's text too" bash -c "$GAPCTL daemon show | grep -qx 'scheduling: SCHED_FIFO priority 10'"
 sed -e 's/^phase_timeout = "30s"$/&\nrealtime_priority = 0/' "$TMP/good.toml" >"$TMP/gappaced.toml"
 kill -HUP "$DAEMON_PID"; sleep 0.3
 check "scheduling: realtime_priority = 0 and SIGHUP: the normal scheduler ($(policy_of "$DAEMON_PID"))" test "$(policy_of "$DAEMON_PID")" = "0 0"

@@ -271,6 +271,8 @@ int daemon_show(const Invocation &inv, Args raw)
 		     d.value("pid", 0LL), d.value("backend", "?").c_str(), d.value("planner", "?").c_str(),
 		     d.value("config", "?").c_str(), d.value("kernel_hints", false) ? "yes" : "no",
 		     d.value("uptime_ms", 0ULL) / 1000.0);
+	if (d.contains("scheduling")) // a daemon before session 23 does not say
+		std::fprintf(inv.out, "scheduling: %s\n", d.value("scheduling", "?").c_str());
 	std::fprintf(inv.out, "counters:");
 	for (auto &[key, value] : json["counters"].items())
 		std::fprintf(inv.out, " %s %s", key.c_str(), value.dump().c_str());

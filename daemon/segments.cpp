@@ -38,4 +38,10 @@ uint64_t bucket_bytes_per_second(uint64_t wire_bps, const Config &config, int fa
 	return std::max<uint64_t>(1, static_cast<uint64_t>(static_cast<double>(wire_bps) / 8 * s.at_device / s.on_wire));
 }
 
+uint64_t bucket_payload_rate_bps(uint64_t bytes_per_second, const Config &config, int family)
+{
+	const SegmentBytes s = full_segment(config, family);
+	return std::max<uint64_t>(8, static_cast<uint64_t>(static_cast<double>(bytes_per_second) * 8 * s.payload / s.at_device));
+}
+
 } // namespace gp::daemon

@@ -34,4 +34,8 @@ uint64_t payload_rate_bps(uint64_t wire_bps, const Config &config, int family);
 // A connection's wire share as the bytes per second the host pacer's bucket counts (>= 1).
 uint64_t bucket_bytes_per_second(uint64_t wire_bps, const Config &config, int family);
 
+// The payload rate (bits/s, >= 8) of a connection of `family` that has a whole bucket of
+// `bytes_per_second` (as the bucket counts them) to itself: the inverse of the two above.
+uint64_t bucket_payload_rate_bps(uint64_t bytes_per_second, const Config &config, int family);
+
 } // namespace gp::daemon

@@ -58,14 +58,14 @@ public:
 
 	void apply(const ApplyRequest &r, Applied &applied, std::vector<std::string> &errors) override
 	{
-		std::vector<const TargetSocket *> by_socket;
+		std::vector<SocketCap> caps;
 		if (r.config->host_shaper)
-			steer(r, applied, errors, by_socket);
+			steer(r, applied, errors, caps);
 		else
 			for (const TargetSocket &t : r.sockets)
-				by_socket.push_back(&t);
-		for (const TargetSocket *t : by_socket)
-			pace(r, *t, applied, errors);
+				caps.push_back({&t, own_cap(r, t)});
+		for (const SocketCap &c : caps)
+			pace(r, *c.socket, c.payload_bps, applied, errors);
 		if (!r.plan->rto_min_us)
 			return;
 		// One route per peer host that the sender really has a connection to.
@@ -194,15 +194,35 @@ public:
 	}
 
 private:
-	// One socket's own cap (SO_MAX_PACING_RATE), shared by the phases that hold it.
-	void pace(const ApplyRequest &r, const TargetSocket &t, Applied &applied, std::vector<std::string> &errors)
+	// A socket and the payload rate its own cap is set to (0: not paced).
+	struct SocketCap {
+		const TargetSocket *socket;
+		uint64_t payload_bps;
+	};
+
+	// The planned rate of the socket's connection as a cap. Planned rates are what the
+	// bottleneck carries; SO_MAX_PACING_RATE counts payload (segments.hpp).
+	static uint64_t own_cap(const ApplyRequest &r, const TargetSocket &t)
 	{
 		const uint64_t wire_rate = r.plan->rate_bps[t.peer];
-		if (!wire_rate)
+		return wire_rate ? payload_rate_bps(wire_rate, *r.config, t.socket.remote.family) : 0;
+	}
+
+	// A steered socket's cap: the whole bucket of its device, or its own planned rate if that
+	// is higher. See the end of steer() for why.
+	SocketCap steered_cap(const ApplyRequest &r, const TargetSocket &t, uint32_t ifindex)
+	{
+		const uint64_t bucket_rate = bucket_payload_rate_bps(devices_[ifindex].bytes_per_second, *r.config,
+								       t.socket.remote.family);
+		return {&t, std::max(own_cap(r, t), bucket_rate)};
+	}
+
+	// One socket's own cap (SO_MAX_PACING_RATE), shared by the phases that hold it.
+	void pace(const ApplyRequest &r, const TargetSocket &t, uint64_t rate, Applied &applied,
+		  std::vector<std::string> &errors)
+	{
+		if (!rate)
 			return;
-		// Planned rates are what the bottleneck carries; SO_MAX_PACING_RATE counts payload
-		// (segments.hpp).
-		const uint64_t rate = payload_rate_bps(wire_rate, *r.config, t.socket.remote.family);
 		const std::string key = "pacing " + std::to_string(r.pid) + " " + std::to_string(t.socket.inode);
 		SharedPacing &p = pacing_held_[key];
 		// Overlapping phases on one socket: the slowest cap wins while both run.
@@ -231,10 +251,10 @@ private:
 	// The paced sockets with a part of a bucket (Plan::bucket_bps) go into their device's
 	// shaper: its bucket is set to the sum of their parts first (installed if need be), then
 	// they are steered.
-	// Every paced socket also goes to `by_socket`, for its own cap: steered or not (no route,
-	// a qdisc somebody configured, a failed call).
+	// Every paced socket also goes to `caps`, for its own cap: steered or not (no route, a
+	// qdisc somebody configured, a failed call).
 	void steer(const ApplyRequest &r, Applied &applied, std::vector<std::string> &errors,
-		   std::vector<const TargetSocket *> &by_socket)
+		   std::vector<SocketCap> &caps)
 	{
 		struct Joining {
 			const TargetSocket *socket;
@@ -249,20 +269,20 @@ private:
 			const uint64_t wire_rate = r.plan->rate_bps[t.peer];
 			const uint64_t share = t.peer < r.plan->bucket_bps.size() ? r.plan->bucket_bps[t.peer] : 0;
 			if (!wire_rate || !share) {
-				by_socket.push_back(&t);
+				caps.push_back({&t, own_cap(r, t)});
 				continue;
 			}
 			const std::string key = "steered " + std::to_string(r.pid) + " " + std::to_string(t.socket.inode);
 			if (auto held = steered_.find(key); held != steered_.end()) { // an overlapping phase steered it
 				++held->second.holders;
 				applied.keys.push_back(key);
-				by_socket.push_back(&t); // and its cap, as below
+				caps.push_back(steered_cap(r, t, held->second.ifindex)); // and its cap, as below
 				continue;
 			}
 			auto ifindex = devices_towards_.device_towards(t.socket.remote);
 			if (!ifindex) {
 				errors.push_back("shaper: " + ifindex.error().message + "; paced by its own cap");
-				by_socket.push_back(&t);
+				caps.push_back({&t, own_cap(r, t)});
 				continue;
 			}
 			// The planner's share leaves room for the reverse data's ACKs already; they
@@ -282,31 +302,37 @@ private:
 			}
 			devices_[ifindex].burst_frames = burst_frames;
 		}
+		std::vector<const Joining *> joined;
 		for (const Joining &j : joining) {
 			if (refused.count(j.ifindex)) {
-				by_socket.push_back(j.socket);
+				caps.push_back({j.socket, own_cap(r, *j.socket)});
 				continue;
 			}
 			if (auto done = pacing_.steer(r.pid, j.socket->socket.inode, stock::kShaperSteering, j.socket->fd_in_process);
 			    !done) {
 				errors.push_back("steer " + format_endpoint(j.socket->socket.local) + "->" +
 						 format_endpoint(j.socket->socket.remote) + ": " + done.error().message);
-				continue; // its share stays in the bucket until the device's next change
+				// Its share stays in the bucket until the device's next change.
+				caps.push_back({j.socket, own_cap(r, *j.socket)});
+				continue;
 			}
 			DeviceShaper &device = devices_[j.ifindex];
 			device.bytes_per_second += j.bytes_per_second;
 			++device.sockets;
 			steered_[j.key] = SharedSteer{r.pid, j.socket->socket.inode, 1, j.ifindex, j.bytes_per_second};
 			applied.keys.push_back(j.key);
+			joined.push_back(&j);
 		}
-		// Steered sockets keep their own caps too. Without one, TCP paces at its automatic rate
-		// (Gbit/s here), and TCP Small Queues lets each socket keep that much queued in the
-		// bucket: tens of milliseconds of delay for its ACK clock (host-shaper-session14, run9).
-		// With it, each queues about a millisecond of its rate, and the bucket only evens out
-		// what the caps cannot: the first packet of every flow at a phase's start.
-		for (const Joining &j : joining)
-			if (!refused.count(j.ifindex))
-				by_socket.push_back(j.socket);
+		// Steered sockets keep caps of their own, at the whole bucket's rate. Without a cap, TCP
+		// paces at its automatic rate (Gbit/s here), and TCP Small Queues lets each socket keep
+		// that much queued in the bucket: tens of milliseconds of delay for its ACK clock
+		// (host-shaper-session14, run9). With one, each queues about a millisecond of its cap.
+		// Not at the socket's planned rate: a flow paced at its share cannot make up time it
+		// lost (a late start, a timer or a rank scheduled late), and every rank of the
+		// collective waits for it; the bucket, not the cap, keeps the host to its share
+		// (performance/steered-caps-session24).
+		for (const Joining *j : joined)
+			caps.push_back(steered_cap(r, *j->socket, j->ifindex));
 	}
 
 	stock::ShaperSettings bucket(uint64_t bytes_per_second, uint32_t burst_frames) const

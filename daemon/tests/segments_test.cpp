@@ -50,6 +50,19 @@ TEST(Segments, BucketBytesOfAWireShare)
 	EXPECT_EQ(bucket_bytes_per_second(0, config, AF_INET), 1u);
 }
 
+TEST(Segments, PayloadRateOfAWholeBucket)
+{
+	const Config config; // 1514 bucket bytes per 1448 (IPv4) or 1428 (IPv6) bytes of payload
+	// 1 MB/s through the bucket: 1000000 / 1514 segments a second.
+	EXPECT_EQ(bucket_payload_rate_bps(1000000, config, AF_INET), static_cast<uint64_t>(8e6 * 1448 / 1514));
+	EXPECT_EQ(bucket_payload_rate_bps(1000000, config, AF_INET6), static_cast<uint64_t>(8e6 * 1428 / 1514));
+	// The round trip: a share into the bucket and back is the share's payload cap (to rounding).
+	const uint64_t share = 3103000;
+	const uint64_t back = bucket_payload_rate_bps(bucket_bytes_per_second(share, config, AF_INET), config, AF_INET);
+	EXPECT_NEAR(static_cast<double>(back), static_cast<double>(payload_rate_bps(share, config, AF_INET)), 16);
+	EXPECT_EQ(bucket_payload_rate_bps(0, config, AF_INET), 8u) << "never 0: 0 would lift the cap";
+}
+
 TEST(Segments, MtusTooSmallForTheHeadersFallBackToTheMinimumMss)
 {
 	Config config;

@@ -119,6 +119,17 @@ ask() { # IN_FD OUT_FD command... -> one reply line (5 s at most)
 	echo "$reply"
 }
 say() { ask 5 6 "$@"; }
+# After a daemon restart the client's library reconnects on a later hint, at most once a
+# second: send small phases until the new daemon has seen one (3 s at most).
+await_carrier() {
+	local _
+	for _ in $(seq 15); do
+		say end "$(say begin alltoall 1000 10.213.0.2 | awk '/^phase/{print $2}')" >/dev/null
+		sleep 0.2
+		(($(counter phases_begun) > 0)) && return 0
+	done
+	return 1
+}
 
 start_daemon
 chmod 0777 "$TMP" # the unprivileged client must reach the socket (which is 0666)
@@ -346,6 +357,29 @@ check "host pacer: the restart put the priority and rate back ($(say priority), 
 	bash -c "[[ '$(say priority)' == 'priority 0' && '$(say pacing)' == '$orig' ]]"
 grep -q "removed 1 shaper(s) a previous daemon left" "$TMP/daemon.log" && ok "host pacer: the restart logged the shaper's removal" ||
 	fail "host pacer: the restart logged the shaper's removal"
+# Two connections in one bucket: the bucket is the sum of their shares, and each socket's own
+# cap is the whole bucket, so a flow behind the others can catch up while the bucket keeps the
+# host to its share (stock_backend.cpp, steer()).
+sed -e 's/^frame_overhead = 0$/frame_overhead = 0\npacer = "host"/' \
+	-e 's|^prefixes = \["10.213.0.2/32"\]$|prefixes = ["10.213.0.2/32", "10.213.0.3/32", "10.213.0.4/32"]|' \
+	"$TMP/good.toml" >"$TMP/gappaced.toml"
+kill -HUP "$DAEMON_PID"; sleep 0.3
+start_client pair 7 8; OTHER_PID=$LAST_PID
+for _ in 1 2; do ask 7 8 connect 10.213.0.2 5001 >/dev/null; done
+pair_orig=$(ask 7 8 pacing)
+phase=$(ask 7 8 begin alltoall 2500 linear 10.213.0.2 10.213.0.3 10.213.0.4 | awk '/^phase/{print $2}')
+sleep 0.3
+qdiscs=$(inA tc qdisc show dev "$dev")
+check "host pacer, two sockets: the bucket is both shares (about 69.7Mbit: $(grep -o 'rate [^ ]*' <<<"$qdiscs"))" \
+	grep -Eq 'tbf 6762: .*rate 69[67][0-9][0-9]Kbit' <<<"$qdiscs"
+read -r _ cap1 cap2 <<<"$(ask 7 8 pacing)"
+# Both shares back through the bucket's bytes: 2 x 4166666 B/s, to the conversions' rounding.
+check "host pacer, two sockets: each capped at the whole bucket ($cap1 $cap2, both shares 8333333 B/s)" \
+	bash -c "(( cap1 = $cap1, cap2 = $cap2, cap1 >= 8333300 && cap1 <= 8333366 && cap2 == cap1 ))"
+ask 7 8 end "$phase" >/dev/null
+sleep 0.3
+check "host pacer, two sockets: their caps are back after the phase ($(ask 7 8 pacing))" test "$(ask 7 8 pacing)" = "$pair_orig"
+echo quit >&7; wait "$OTHER_PID" 2>/dev/null || true; OTHER_PID=""
 cp "$TMP/good.toml" "$TMP/gappaced.toml"; kill -HUP "$DAEMON_PID"; sleep 0.3
 # The client's library lost its carrier with the killed daemon and reconnects at most once a
 # second: one phase to notice, then a pause.
@@ -363,10 +397,12 @@ start_daemon
 check "restart restored the route" bash -c "[[ -z \$(ip -n $NSA route show 10.213.0.2 proto 167) ]]"
 check "restart restored the pacing" test "$(say pacing)" = "$orig"
 grep -q "restored what a previous daemon left" "$TMP/daemon.log" && ok "restart logged the restore" || fail "restart logged the restore"
+check "the client's hints reach the restarted daemon" await_carrier
 
 # ---- SIGTERM mid-phase reverts
 phase=$(say begin alltoall 1048576 10.213.0.2 | awk '/^phase/{print $2}')
 sleep 0.3
+live=$(say pacing); check "phase live before SIGTERM ($live)" test "$live" = "pacing 12500000"
 kill -TERM "$DAEMON_PID"; wait "$DAEMON_PID" 2>/dev/null || true; DAEMON_PID=""
 check "SIGTERM reverted the route" bash -c "[[ -z \$(ip -n $NSA route show 10.213.0.2 proto 167) ]]"
 check "SIGTERM reverted the pacing" test "$(say pacing)" = "$orig"
@@ -381,6 +417,7 @@ sched=$(show | jq -r .daemon.scheduling)
 check "scheduling refused: shown ($sched)" bash -c "[[ '$sched' == 'normal (SCHED_FIFO priority 10 refused: Operation not permitted)' ]]"
 check "scheduling refused: in the recent errors" bash -c "$GAPCTL -j daemon show | jq -e '.recent_errors | any(startswith(\"scheduling: \"))' >/dev/null"
 check "scheduling refused: the daemon runs on, normally scheduled ($(policy_of "$DAEMON_PID"))" test "$(policy_of "$DAEMON_PID")" = "0 0"
+check "scheduling refused: the client's hints reach it" await_carrier
 phase=$(say begin alltoall 1048576 10.213.0.2 | awk '/^phase/{print $2}')
 sleep 0.3
 check "scheduling refused: phases still applied ($(say pacing))" test "$(say pacing)" = "pacing 12500000"

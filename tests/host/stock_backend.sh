@@ -306,9 +306,12 @@ cp "$TMP/good.toml" "$TMP/gappaced.toml"; kill -HUP "$DAEMON_PID"; sleep 0.3
 # 3 packets, more than the 2 of the 4-packet queue the plan shares out, and its message fits in
 # those 2, so the plan asks for a bucket (Plan::bucket_bps); 7500 B overflow the queue, so the phase is paced, each
 # connection at a third of 100mbit. Only the first peer has a connection.
-sed -e 's/^frame_overhead = 0$/frame_overhead = 0\npacer = "host"/' \
-	-e 's|^prefixes = \["10.213.0.2/32"\]$|prefixes = ["10.213.0.2/32", "10.213.0.3/32", "10.213.0.4/32"]|' \
-	"$TMP/good.toml" >"$TMP/gappaced.toml"
+host_pacer_config() {
+	sed -e 's/^frame_overhead = 0$/frame_overhead = 0\npacer = "host"/' \
+		-e 's|^prefixes = \["10.213.0.2/32"\]$|prefixes = ["10.213.0.2/32", "10.213.0.3/32", "10.213.0.4/32"]|' \
+		"$TMP/good.toml" >"$TMP/gappaced.toml"
+}
+host_pacer_config
 bucketed() { say begin alltoall 2500 linear 10.213.0.2 10.213.0.3 10.213.0.4 | awk '/^phase/{print $2}'; }
 third=4166666 # 100 Mbit/s / 3 in bytes per second
 kill -HUP "$DAEMON_PID"; sleep 0.3
@@ -360,9 +363,7 @@ grep -q "removed 1 shaper(s) a previous daemon left" "$TMP/daemon.log" && ok "ho
 # Two connections in one bucket: the bucket is the sum of their shares, and each socket's own
 # cap is the whole bucket, so a flow behind the others can catch up while the bucket keeps the
 # host to its share (stock_backend.cpp, steer()).
-sed -e 's/^frame_overhead = 0$/frame_overhead = 0\npacer = "host"/' \
-	-e 's|^prefixes = \["10.213.0.2/32"\]$|prefixes = ["10.213.0.2/32", "10.213.0.3/32", "10.213.0.4/32"]|' \
-	"$TMP/good.toml" >"$TMP/gappaced.toml"
+host_pacer_config
 kill -HUP "$DAEMON_PID"; sleep 0.3
 start_client pair 7 8; OTHER_PID=$LAST_PID
 for _ in 1 2; do ask 7 8 connect 10.213.0.2 5001 >/dev/null; done

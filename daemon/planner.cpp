@@ -153,24 +153,26 @@ std::string local_pacing_text(size_t paced)
 		     : std::string();
 }
 
-// Per-socket pacing sends an idle socket's next packet at once, so every phase starts with a
-// packet per flow at the bottleneck (Documentation/control-plane.md, "The host pacer"). Where
-// those are more than the queue share the models plan with, a host-wide bucket must even them,
-// but only for messages that fit in that share. A longer message's flow recovers a start
-// packet's loss by fast retransmit well inside its phase, while the bucket costs every packet:
-// it never bursts, so time a late timer loses is not made up. Measured side by side (session 15,
-// 8+8, 40 packets, 20 planned): 256 KB and 1 MB ran at 0.81-0.90 of C with the caps alone and
-// 0.54-0.79 with the bucket; 4 and 16 KB gained from it (0.74-0.81 vs 0.64-0.68 at 4 KB).
 uint64_t queue_packets_of(const Bottleneck &b, const Config &config)
 {
 	return b.queue_packets ? b.queue_packets : config.queue_packets;
 }
 
-bool wants_host_bucket(const Crossing &c, const Bottleneck &b, const Config &config, uint64_t bytes_per_peer)
+// Per-socket pacing sends an idle socket's next packet at once, so every phase starts with a
+// packet per flow at the bottleneck (Documentation/control-plane.md, "The host pacer"). Where
+// those are more than the queue share the models plan with, a host-wide bucket must even them.
+// It does so for messages of every length. Until session 25 it took only messages that fit in
+// that share, on a measurement of session 15 (256 KB and 1 MB ran at 0.81-0.90 of C with the
+// caps alone, 0.54-0.79 with the bucket), when the bucket never burst and each socket in it was
+// capped at its share. With a burst of the queue share (session 20) and caps at the bucket's
+// rate (session 24), a flow that is behind catches up in its host's bucket, where one paced by
+// its own cap at its share never does and every rank waits for it: 8+8 hosts, 40 packets, 64 KB,
+// 0.89-0.91 of C and no timeout with the bucket against 0.71-0.81 and 9-53 timeouts without;
+// 256 KB to 4 MB level or better (performance/bucket-all-sizes-session25).
+bool wants_host_bucket(const Crossing &c, const Bottleneck &b, const Config &config)
 {
 	const double q = std::floor(static_cast<double>(queue_packets_of(b, config)) * config.queue_share);
-	return static_cast<double>(c.senders * c.fanout) > q &&
-	       static_cast<double>(bytes_per_peer) <= q * static_cast<double>(config.mtu);
+	return static_cast<double>(c.senders * c.fanout) > q;
 }
 
 // The host buckets of the k senders may each burst at once: together at most the queue share
@@ -239,7 +241,7 @@ Plan DefaultPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer
 			if (!config.pacing)
 				continue;
 			const uint64_t rate = std::max(config.min_rate_bps, b.capacity_bps / (c.senders * c.fanout));
-			const bool bucket = wants_host_bucket(c, b, config, phase.bytes_per_peer);
+			const bool bucket = wants_host_bucket(c, b, config);
 			for (size_t i : c.peers) {
 				plan.rate_bps[i] = plan.rate_bps[i] ? std::min(plan.rate_bps[i], rate) : rate;
 				if (bucket)
@@ -480,7 +482,7 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 		if ((kind == models::PlanKind::Pace || kind == models::PlanKind::Both) && chosen.rate_bps > 0) {
 			const auto rate = static_cast<uint64_t>(chosen.rate_bps);
 			const auto share = static_cast<uint64_t>(std::min(x.share_bps, chosen.rate_bps));
-			const bool bucket = wants_host_bucket(x.crossing, b, config, phase.bytes_per_peer);
+			const bool bucket = wants_host_bucket(x.crossing, b, config);
 			for (size_t i : x.crossing.peers) {
 				plan.rate_bps[i] = plan.rate_bps[i] ? std::min(plan.rate_bps[i], rate) : rate;
 				if (bucket)

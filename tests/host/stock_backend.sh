@@ -303,9 +303,9 @@ cp "$TMP/good.toml" "$TMP/gappaced.toml"; kill -HUP "$DAEMON_PID"; sleep 0.3
 # 6761:1) instead of getting its own cap; the shaper goes when idle; a root qdisc somebody
 # configured is left alone and the socket is capped by itself instead
 # Three peers behind the bottleneck, 2500 B each, all at once (linear): the phase starts with
-# 3 packets, more than the 2 of the 4-packet queue the plan shares out, and its message fits in
-# those 2, so the plan asks for a bucket (Plan::bucket_bps); 7500 B overflow the queue, so the phase is paced, each
-# connection at a third of 100mbit. Only the first peer has a connection.
+# 3 packets, more than the 2 of the 4-packet queue the plan shares out, so the plan asks for a
+# bucket (Plan::bucket_bps); 7500 B overflow the queue, so the phase is paced, each connection at
+# a third of 100mbit. Only the first peer has a connection.
 host_pacer_config() {
 	sed -e 's/^frame_overhead = 0$/frame_overhead = 0\npacer = "host"/' \
 		-e 's|^prefixes = \["10.213.0.2/32"\]$|prefixes = ["10.213.0.2/32", "10.213.0.3/32", "10.213.0.4/32"]|' \

@@ -36,5 +36,9 @@ def table(title, dirs):
 for prefix in ("bkt-", "bkt2-", "big-"):
     table(f"{prefix[:-1]}: A main (bucket for m <= q' MTU only), B every length; fraction of C (timeouts)",
           sorted(d for d in here.glob(prefix + "*") if d.is_dir()))
+for prefix, what in (("t35-", "3+5 hosts, 100 Mbit/s, 20 frames"), ("t35b-", "3+5 hosts, 100 Mbit/s, 20 frames"),
+                     ("t66-", "6+6 hosts, 300 Mbit/s, 64 frames")):
+    table(f"{what}: A main before the change (a63fb27), B every length",
+          sorted(d for d in (here / "setups").glob(prefix + "*") if d.is_dir()))
 table("always: A main, B a bucket even where the phase start fits the queue share (not taken)",
       sorted(d for d in (here / "always").glob("alw-*") if d.is_dir()))

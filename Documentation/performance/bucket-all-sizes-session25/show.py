@@ -3,35 +3,15 @@
 
 usage: show.py [DIR]   (DIR: this directory by default)
 """
-import json
+import functools
 import pathlib
 import sys
 
 here = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).parent)
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+from ab_tables import table as ab_table  # noqa: E402
 
-
-def cells_of(run_dir):
-    cells = {}
-    for line in (run_dir / "runs.jsonl").read_text().splitlines():
-        r = json.loads(line)
-        result = r.get("result") or {}
-        frac = result.get("fraction_of_capacity")
-        timeouts = (result.get("tcp") or {}).get("TCPTimeouts")
-        text = "–" if frac is None else f"{frac:.2f} ({timeouts})"
-        cells.setdefault((r["topology"], r["variant"], r["msg"]), []).append(text)
-    return cells
-
-
-def table(title, dirs):
-    runs = {d.name: cells_of(d) for d in dirs}
-    keys = sorted({k for c in runs.values() for k in c})
-    print(f"\n{title}\n")
-    print("| cell | " + " | ".join(runs) + " |")
-    print("|---|" + "---:|" * len(runs))
-    for k in keys:
-        label = f"{k[0]} {k[1]} {k[2] // 1024} KB"
-        print(f"| {label} | " + " | ".join(" / ".join(runs[n].get(k, ["–"])) for n in runs) + " |")
-
+table = functools.partial(ab_table, timeouts=True)
 
 for prefix in ("bkt-", "bkt2-", "big-"):
     table(f"{prefix[:-1]}: A main (bucket for m <= q' MTU only), B every length; fraction of C (timeouts)",

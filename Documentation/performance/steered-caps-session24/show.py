@@ -3,33 +3,12 @@
 
 usage: show.py [DIR]   (DIR: this directory by default)
 """
-import json
 import pathlib
 import sys
 
 here = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).parent)
-
-
-def fractions(run_dir):
-    cells = {}
-    for line in (run_dir / "runs.jsonl").read_text().splitlines():
-        r = json.loads(line)
-        result = r.get("result") or {}
-        frac = result.get("fraction_of_capacity")
-        key = (r["topology"], r["variant"], r["msg"])
-        cells.setdefault(key, []).append("–" if frac is None else f"{frac:.2f}")
-    return cells
-
-
-def table(title, dirs):
-    runs = {d.name: fractions(d) for d in dirs}
-    keys = sorted({k for c in runs.values() for k in c}, key=lambda k: (k[0], k[1], k[2]))
-    print(f"\n{title}\n")
-    print("| cell | " + " | ".join(runs) + " |")
-    print("|---|" + "---:|" * len(runs))
-    for k in keys:
-        label = f"{k[0]} {k[1]} {k[2] // 1024} KB"
-        print(f"| {label} | " + " | ".join(" / ".join(runs[n].get(k, ["–"])) for n in runs) + " |")
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+from ab_tables import table  # noqa: E402
 
 
 table("The change (A: 6e20f55, caps at the planned rate; B: caps at the bucket's rate)",

@@ -160,15 +160,23 @@ v6quiet() { # IFACE
     echo "net.ipv6.conf.$1.accept_dad=0 net.ipv6.conf.$1.router_solicitations=0
 net.ipv6.conf.$1.mldv1_unsolicited_report_interval=10 net.ipv6.conf.$1.mldv2_unsolicited_report_interval=10"
 }
+# Every interface quiet before IPv6 is enabled anywhere: all.disable_ipv6=0 enables it on
+# eth0 at once, and an eth0 still at accept_dad=1 then ran DAD on its link-local address,
+# whose MLD reports followed a second later, into the measured phase (seen once in CI: the
+# qdisc counted a 110-byte report in "ipv6" that the capture put before its marker).
 for ns in "" "gp_peer"; do
     # shellcheck disable=SC2046
     $ns sysctl -qw $(v6quiet all) $(v6quiet default) >/dev/null
-    $ns sysctl -qw net.ipv6.conf.all.disable_ipv6=0 >/dev/null
 done
 # shellcheck disable=SC2046
-sysctl -qw $(v6quiet eth0) net.ipv6.conf.eth0.disable_ipv6=0 >/dev/null
+sysctl -qw $(v6quiet eth0) >/dev/null
 # shellcheck disable=SC2046
-gp_peer sysctl -qw $(v6quiet eth1) net.ipv6.conf.eth1.disable_ipv6=0 >/dev/null
+gp_peer sysctl -qw $(v6quiet eth1) >/dev/null
+for ns in "" "gp_peer"; do
+    $ns sysctl -qw net.ipv6.conf.all.disable_ipv6=0 >/dev/null
+done
+sysctl -qw net.ipv6.conf.eth0.disable_ipv6=0 >/dev/null
+gp_peer sysctl -qw net.ipv6.conf.eth1.disable_ipv6=0 >/dev/null
 ip -6 addr add fd00:1::1/64 dev eth0 nodad
 gp_peer ip -6 addr add fd00:1::2/64 dev eth1 nodad
 gp_peer ip -6 addr add fd00:1::3/64 dev eth1 nodad

@@ -168,7 +168,9 @@ uint64_t queue_packets_of(const Bottleneck &b, const Config &config)
 // rate (session 24), a flow that is behind catches up in its host's bucket, where one paced by
 // its own cap at its share never does and every rank waits for it: 8+8 hosts, 40 packets, 64 KB,
 // 0.89-0.91 of C and no timeout with the bucket against 0.71-0.81 and 9-53 timeouts without;
-// 256 KB to 4 MB level or better (performance/bucket-all-sizes-session25).
+// 256 KB to 4 MB level or better. Not everywhere: 3+5 hosts at 100 Mbit/s with 20 packets
+// gained at 16 KB (0.93 against 0.78-0.87) and lost at 64 KB (0.71-0.77 against 0.82-0.91),
+// not understood yet (performance/bucket-all-sizes-session25).
 bool wants_host_bucket(const Crossing &c, const Bottleneck &b, const Config &config)
 {
 	const double q = std::floor(static_cast<double>(queue_packets_of(b, config)) * config.queue_share);

@@ -162,7 +162,7 @@ net.ipv6.conf.$1.mldv1_unsolicited_report_interval=10 net.ipv6.conf.$1.mldv2_uns
 }
 # Every interface quiet before IPv6 is enabled anywhere: all.disable_ipv6=0 enables it on
 # eth0 at once, and an eth0 still at accept_dad=1 then ran DAD on its link-local address,
-# whose MLD reports followed a second later, into the measured phase (seen once in CI: the
+# whose MLD reports followed a second later, into the measured phase (one CI run, both kernels: the
 # qdisc counted a 110-byte report in "ipv6" that the capture put before its marker).
 for ns in "" "gp_peer"; do
     # shellcheck disable=SC2046

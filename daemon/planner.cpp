@@ -44,13 +44,18 @@ bool symmetric_kind(uint32_t kind)
 
 // The share of a link direction that ACKs of the reverse direction's data take, relative to
 // that data: one ACK (a frame of the segment's wire bytes less its payload: headers and
-// framing) per two full segments (Linux's delayed ACK). By the family of the crossing's
-// connections: an IPv6 ACK is 20 bytes longer (3.6 % against 2.9 % at 1500 bytes).
-double reverse_ack_share(const Config &config, int family)
+// framing) per `segments_per_ack` full segments: two with Linux's delayed ACK, one while an RTO
+// floor is in place (it lowers the delayed-ACK ceiling; the stock backend's route asks for
+// quickack). By the family of the crossing's connections: an IPv6 ACK is 20 bytes longer
+// (3.6 % against 2.9 % at 1500 bytes, every other segment).
+double reverse_ack_share(const Config &config, int family, double segments_per_ack)
 {
 	const SegmentBytes full = full_segment(config, family);
-	return (full.on_wire - full.payload) / (2.0 * full.on_wire);
+	return (full.on_wire - full.payload) / (segments_per_ack * full.on_wire);
 }
+
+constexpr double kSegmentsPerAck = 2;	     // Linux's delayed ACK
+constexpr double kSegmentsPerAckFloored = 1; // the floor's quickack / lowered ceiling
 
 bool paced_kind(uint32_t kind)
 {
@@ -168,9 +173,10 @@ uint64_t queue_packets_of(const Bottleneck &b, const Config &config)
 // rate (session 24), a flow that is behind catches up in its host's bucket, where one paced by
 // its own cap at its share never does and every rank waits for it: 8+8 hosts, 40 packets, 64 KB,
 // 0.89-0.91 of C and no timeout with the bucket against 0.71-0.81 and 9-53 timeouts without;
-// 256 KB to 4 MB level or better. Not everywhere: 3+5 hosts at 100 Mbit/s with 20 packets
-// gained at 16 KB (0.93 against 0.78-0.87) and lost at 64 KB (0.71-0.77 against 0.82-0.91),
-// not understood yet (performance/bucket-all-sizes-session25).
+// 256 KB to 4 MB level or better. 3+5 hosts at 100 Mbit/s with 20 packets gained at 16 KB
+// (0.93 against 0.78-0.87) and lost at 64 KB (0.71-0.77 against 0.82-0.91): floored hosts
+// acknowledge every segment, and buckets at a share planned for half those ACKs overflowed
+// the queue; with the floored capacity (session 26) those runs move 0.90-0.93.
 bool wants_host_bucket(const Crossing &c, const Bottleneck &b, const Config &config)
 {
 	const double q = std::floor(static_cast<double>(queue_packets_of(b, config)) * config.queue_share);
@@ -362,6 +368,7 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 		Crossing crossing;
 		models::Decision decision;
 		double share_bps = 0; // each connection's share of what the bottleneck carries for data
+		double floored_share_bps = 0; // the same while the RTO floor is in place
 		// The unpaced burst (k·m) over the whole queue: at most 1, it fits (the models plan
 		// with a share of the queue).
 		double burst_over_queue = 0;
@@ -387,8 +394,15 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 		// What the data of this direction may use: with data both ways, the reverse data's
 		// ACKs share it (2.9 % on a 1500-byte Ethernet, 3.6 % with IPv6). Planning all of C leaves
 		// those ACKs to overflow the queue, steadily, for as long as the phase lasts.
+		// While the floor is in place, receivers acknowledge every segment: the floored plans
+		// leave room for twice the ACKs (BottleneckShape::floored_capacity_bps). Each host
+		// plans for its own ACKs: in a symmetric kind a host receives what it sends.
+		const bool acks_share = symmetric_kind(phase.kind);
 		link.capacity_bps = static_cast<double>(b.capacity_bps) /
-				    (symmetric_kind(phase.kind) ? 1.0 + reverse_ack_share(config, family) : 1.0);
+				    (acks_share ? 1.0 + reverse_ack_share(config, family, kSegmentsPerAck) : 1.0);
+		link.floored_capacity_bps =
+			static_cast<double>(b.capacity_bps) /
+			(acks_share ? 1.0 + reverse_ack_share(config, family, kSegmentsPerAckFloored) : 1.0);
 		link.mtu_bytes = config.mtu;
 		const uint64_t q = queue_packets_of(b, config);
 		link.queue_packets = std::max<uint64_t>(1, static_cast<uint64_t>(std::floor(q * config.queue_share)));
@@ -406,10 +420,11 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 		const models::Decision d = models::decide(shape, link, table_for(b), rto, bounds);
 		all_fit_unpaced = all_fit_unpaced && !d.prediction(models::PlanKind::Nothing).loss_expected &&
 				  d.best == models::PlanKind::Nothing;
-		const double share = link.capacity_bps / static_cast<double>(std::max<uint64_t>(1, c.senders * c.fanout));
+		const double flows = static_cast<double>(std::max<uint64_t>(1, c.senders * c.fanout));
+		const double share = link.capacity_bps / flows, floored_share = link.floored_capacity_bps / flows;
 		const double burst_over_queue = shape.bytes_per_peer * static_cast<double>(c.senders * c.fanout) /
 						static_cast<double>(std::max<uint64_t>(1, q * config.mtu));
-		decided.push_back(Decided{std::move(c), d, share, burst_over_queue});
+		decided.push_back(Decided{std::move(c), d, share, floored_share, burst_over_queue});
 	}
 
 	// The models' choice for the whole phase: what any bottleneck's choice changes. Each plan's
@@ -474,16 +489,28 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 	if (learn_ && !decided.empty() && !checked)
 		choice = learner_.choose(key, model_kind, candidates);
 
+	// The models' own choice per bottleneck, unless the loss check or the learner overrides
+	// the phase's.
+	auto kind_of = [&](const Decided &x) {
+		return checked ? *checked : choice.why == models::ChoiceReason::Model ? x.decision.best : choice.plan;
+	};
+	// The floor is the host's, for all its connections: where any bottleneck's plan floors,
+	// every paced one is paced at its floored rate (receivers acknowledge every segment).
+	const bool floors = std::any_of(decided.begin(), decided.end(), [&](const Decided &x) {
+		const models::PlanKind kind = kind_of(x);
+		return kind == models::PlanKind::Rto || kind == models::PlanKind::Both;
+	});
 	for (const Decided &x : decided) {
 		const Bottleneck &b = *x.crossing.bottleneck;
 		const models::Decision &d = x.decision;
-		// The models' own choice per bottleneck, unless the loss check or the learner overrides
-		// the phase's.
-		const models::PlanKind kind = checked ? *checked : choice.why == models::ChoiceReason::Model ? d.best : choice.plan;
+		const models::PlanKind kind = kind_of(x);
 		const models::PlanPrediction &chosen = d.prediction(kind);
-		if ((kind == models::PlanKind::Pace || kind == models::PlanKind::Both) && chosen.rate_bps > 0) {
-			const auto rate = static_cast<uint64_t>(chosen.rate_bps);
-			const auto share = static_cast<uint64_t>(std::min(x.share_bps, chosen.rate_bps));
+		const models::PlanPrediction &paced_as =
+			floors && kind == models::PlanKind::Pace ? d.prediction(models::PlanKind::Both) : chosen;
+		if ((kind == models::PlanKind::Pace || kind == models::PlanKind::Both) && paced_as.rate_bps > 0) {
+			const auto rate = static_cast<uint64_t>(paced_as.rate_bps);
+			const auto share = static_cast<uint64_t>(
+				std::min(floors ? x.floored_share_bps : x.share_bps, paced_as.rate_bps));
 			const bool bucket = wants_host_bucket(x.crossing, b, config);
 			for (size_t i : x.crossing.peers) {
 				plan.rate_bps[i] = plan.rate_bps[i] ? std::min(plan.rate_bps[i], rate) : rate;

@@ -60,23 +60,39 @@ Decision decide(const PhaseShape &phase, const BottleneckShape &bottleneck, cons
 
 	const double L = table.latency_us();
 	const double sending_us = f * table.gap_us(m);
-	const double drain_us = has_bottleneck ? 8e6 * n * m / C : 0.0;
-	const double base_us = std::max(sending_us, drain_us) + L;
-
 	const double unpaced_rate = bottleneck.sender_link_bps > 0 ? bottleneck.sender_link_bps : kUnboundedRate;
-	const bool unpaced_loss = has_bottleneck && overflows(C, q, m, flows, unpaced_rate);
-
-	// The model's rate; the configured minimum wins even where it re-admits the loss. The bound
-	// plans half of q: the phases of a collective follow each other, and a paced phase ends
-	// with its planned fill still queued while the next one starts to fill the queue again
-	// (Documentation/models.md, "Back-to-back phases"). The loss verdicts take all of q.
-	const double bound = has_bottleneck ? shared_max_rate_bps(C, q / 2, m, flows) : kUnboundedRate;
-	const bool paces = std::isfinite(bound);
-	const double rate = paces ? std::max(bound, bounds.min_rate_bps) : 0.0;
-	const bool paced_loss = paces ? overflows(C, q, m, flows, rate) : unpaced_loss;
 	const double turns = phase.rendezvous_both_ways ? 2.0 : 1.0;
-	const double paced_us = paces ? std::max(base_us, turns * 8e6 * m / rate + L) : base_us;
+
+	// The phase through a bottleneck of capacity `c`: C, or C_f for the floored plans.
+	struct Through {
+		double base_us = 0, rate = 0, paced_us = 0;
+		bool unpaced_loss = false, paces = false, paced_loss = false;
+	};
+	auto through = [&](double c) {
+		Through t;
+		const double drain_us = has_bottleneck ? 8e6 * n * m / c : 0.0;
+		t.base_us = std::max(sending_us, drain_us) + L;
+		t.unpaced_loss = has_bottleneck && overflows(c, q, m, flows, unpaced_rate);
+		// The model's rate; the configured minimum wins even where it re-admits the loss. The
+		// bound plans half of q: the phases of a collective follow each other, and a paced
+		// phase ends with its planned fill still queued while the next one starts to fill the
+		// queue again (Documentation/models.md, "Back-to-back phases"). The loss verdicts take
+		// all of q.
+		const double bound = has_bottleneck ? shared_max_rate_bps(c, q / 2, m, flows) : kUnboundedRate;
+		t.paces = std::isfinite(bound);
+		t.rate = t.paces ? std::max(bound, bounds.min_rate_bps) : 0.0;
+		t.paced_loss = t.paces ? overflows(c, q, m, flows, t.rate) : t.unpaced_loss;
+		t.paced_us = t.paces ? std::max(t.base_us, turns * 8e6 * m / t.rate + L) : t.base_us;
+		return t;
+	};
+	const Through open = through(C);
+	const Through floored_through =
+		bottleneck.floored_capacity_bps > 0 && bottleneck.floored_capacity_bps < C ? through(bottleneck.floored_capacity_bps)
+											     : open;
+	const double base_us = open.base_us, rate = open.rate, paced_us = open.paced_us;
+	const bool unpaced_loss = open.unpaced_loss, paces = open.paces, paced_loss = open.paced_loss;
 	const double paced_stall = paced_loss ? 1.0 : (paces ? std::clamp(rto.paced_stall_chance, 0.0, 1.0) : 0.0);
+	const double floored_stall = floored_through.paced_loss ? 1.0 : (paces ? std::clamp(rto.paced_stall_chance, 0.0, 1.0) : 0.0);
 	const double running_cost = rto.floor_running_cost >= 0 ? rto.floor_running_cost : kFloorRunningCost;
 	const double floored = paces ? 1.0 + running_cost : 1.0; // charged to paced phases only (decision.hpp)
 	const double pace_setup = paces ? bounds.pace_setup_us : 0.0;
@@ -89,12 +105,14 @@ Decision decide(const PhaseShape &phase, const BottleneckShape &bottleneck, cons
 	};
 	set(PlanKind::Nothing, true, base_us + (unpaced_loss ? rto.stock_rto_us : 0.0), 0.0, rto.stock_rto_us,
 	    unpaced_loss);
-	set(PlanKind::Rto, bounds.rto_allowed, base_us + (unpaced_loss ? floor_us : 0.0) + bounds.rto_setup_us, 0.0,
-	    floor_us, unpaced_loss);
+	set(PlanKind::Rto, bounds.rto_allowed,
+	    floored_through.base_us + (floored_through.unpaced_loss ? floor_us : 0.0) + bounds.rto_setup_us, 0.0,
+	    floor_us, floored_through.unpaced_loss);
 	set(PlanKind::Pace, bounds.pacing_allowed, paced_us + paced_stall * rto.stock_rto_us + pace_setup, rate,
 	    rto.stock_rto_us, paced_loss);
 	set(PlanKind::Both, bounds.pacing_allowed && bounds.rto_allowed,
-	    paced_us * floored + paced_stall * floor_us + pace_setup + bounds.rto_setup_us, rate, floor_us, paced_loss);
+	    floored_through.paced_us * floored + floored_stall * floor_us + pace_setup + bounds.rto_setup_us,
+	    floored_through.rate, floor_us, floored_through.paced_loss);
 
 	// Whether to pace is decided without the measured stalls: they only say whether a paced phase
 	// takes the floor too. (The floor alone's prediction counts one loss per phase, PlogP-BR's
@@ -102,9 +120,9 @@ Decision decide(const PhaseShape &phase, const BottleneckShape &bottleneck, cons
 	// Preference on ties: the plan that changes less.
 	auto without_stalls = [&](PlanKind kind) {
 		const PlanPrediction &p = d.prediction(kind);
-		if (paced_loss || (kind != PlanKind::Pace && kind != PlanKind::Both))
+		if (p.loss_expected || (kind != PlanKind::Pace && kind != PlanKind::Both))
 			return p.time_us;
-		return p.time_us - paced_stall * p.rto_us;
+		return p.time_us - (kind == PlanKind::Both ? floored_stall : paced_stall) * p.rto_us;
 	};
 	d.best = PlanKind::Nothing;
 	for (PlanKind kind : kAllPlans) {
@@ -126,7 +144,7 @@ Decision decide(const PhaseShape &phase, const BottleneckShape &bottleneck, cons
 		text += ", no bottleneck";
 	text += "; " + std::string(plan_name(d.best));
 	if (d.best == PlanKind::Pace || d.best == PlanKind::Both)
-		text += " " + format_rate_bps(rate);
+		text += " " + format_rate_bps(d.chosen().rate_bps);
 	if (d.best == PlanKind::Rto || d.best == PlanKind::Both)
 		text += " floor " + format_time(floor_us);
 	text += ": " + format_time(d.chosen().time_us) + " (";

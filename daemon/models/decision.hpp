@@ -13,6 +13,9 @@
 //                                                              when unpaced; rate_bound.hpp)
 //   T(plan)   = (paced or base) + P(stall) T_RTO(plan) + setup(plan), and T(both) also pays
 //               kFloorRunningCost x paced
+// The floored plans (rto, both) take C, S and the loss test from the floored capacity C_f where
+// one is given (BottleneckShape::floored_capacity_bps): a floor makes the receivers acknowledge
+// every segment, and with data both ways those ACKs share the bottleneck with the data.
 // with T_RTO = the stock RTO minimum, or the candidate floor clamped to [rto_min, rto_max]. With
 // unpaced senders much faster than C the loss test is PlogP-BR's E_q: q < n m. P(stall) is 1 where
 // the test says overflow, 0 for an unpaced burst it says fits, and the measured stall chance of
@@ -57,6 +60,14 @@ struct BottleneckShape {
 	uint64_t queue_packets = 0;	// q, in frames of `mtu_bytes`
 	uint64_t mtu_bytes = 1500;
 	double sender_link_bps = 0;	// unpaced sending rate of one connection; 0: much faster than C
+	// C while the RTO floor is in place, where it is less (0: the same as C). The floor lowers
+	// the delayed-ACK ceiling with the RTO (the stock backend's route asks for quickack), so
+	// receivers acknowledge every segment instead of every other one; where the reverse
+	// direction carries data, twice its ACKs share the link with this direction's data. Planning
+	// a floored phase at C overflows the queue by the difference for as long as it lasts (3+5
+	// hosts, 100 Mbit/s, 20 packets, 64 KB: 0.64-0.81 of C with 0-19 timeouts per run against
+	// 0.91 and none; Documentation/models.md, "ACKs of a floored phase").
+	double floored_capacity_bps = 0;
 	double queue_bytes() const { return static_cast<double>(queue_packets) * static_cast<double>(mtu_bytes); }
 };
 
@@ -75,7 +86,9 @@ struct RtoChoices {
 // ceiling with the RTO, so receivers acknowledge every segment (twice the ACKs through the
 // bottleneck and the hosts), and a lower RTO retransmits sooner when queues delay ACKs.
 // Measured on the 4+4 test cluster, gp-alltoall at 1 MB, paced with and without the floor,
-// alternated: 0.75 / 0.78 against 0.84 / 0.86 of C. It makes a paced phase take the floor only
+// alternated: 0.75 / 0.78 against 0.84 / 0.86 of C (session 7, when floored phases were still
+// paced for one ACK per two segments, so part of that was the overflow floored_capacity_bps
+// now avoids; not re-measured). It makes a paced phase take the floor only
 // where its measured stalls cost more than that. It is not charged to the floor alone: there
 // the unpaced burst's losses, which PlogP-BR counts once per phase, are what the floor shortens,
 // and long unpaced phases pay many (Open MPI at 4 MB: about 150 timeouts per run, stock).

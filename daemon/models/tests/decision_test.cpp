@@ -8,6 +8,7 @@
 #include "decision.hpp"
 #include "fixtures.hpp"
 #include "rate_bound.hpp"
+#include "units.hpp"
 
 namespace gp::models {
 namespace {
@@ -84,6 +85,38 @@ TEST(Decision, LargeBurstIsPaced)
 	EXPECT_LT(pace.time_us, d.prediction(PlanKind::Rto).time_us);
 	EXPECT_LT(d.prediction(PlanKind::Rto).time_us, d.prediction(PlanKind::Nothing).time_us);
 	EXPECT_NE(d.explanation.find("pace"), std::string::npos);
+}
+
+// A floor makes receivers acknowledge every segment: where the reverse direction carries data,
+// the floored plans see less of the link for their data (C_f), so "both" paces at the rate
+// bound of C_f and takes its drain time, and "rto" drains at C_f too; "pace" and "nothing"
+// keep C. Where C_f is not given, or not less than C, every plan sees C.
+TEST(Decision, FlooredPlansLeaveRoomForAnAckPerSegment)
+{
+	const double m = 262144, n = 12;
+	BottleneckShape acked = bottleneck();
+	const double floored_c = kC / 1.05;
+	acked.floored_capacity_bps = floored_c;
+	const Decision d = decide(phase(4, 3, m), acked, test::path_table(), kRto, bounds());
+	const PlanPrediction &pace = d.prediction(PlanKind::Pace), &both = d.prediction(PlanKind::Both);
+	EXPECT_DOUBLE_EQ(pace.rate_bps, shared_max_rate_bps(kC, 60000 / 2, m, 12));
+	EXPECT_DOUBLE_EQ(both.rate_bps, shared_max_rate_bps(floored_c, 60000 / 2, m, 12));
+	EXPECT_LT(both.rate_bps, pace.rate_bps);
+	EXPECT_NEAR(pace.time_us, 8e6 * n * m / kC + test::kPathLatencyUs, 1e-6);
+	EXPECT_NEAR(both.time_us, (8e6 * n * m / floored_c + test::kPathLatencyUs) * (1 + kFloorRunningCost), 1e-6);
+	EXPECT_NEAR(d.prediction(PlanKind::Rto).time_us, 8e6 * n * m / floored_c + test::kPathLatencyUs + kFloor, 1e-6);
+	EXPECT_NE(d.explanation.find(format_rate(static_cast<uint64_t>(std::llround(pace.rate_bps)))), std::string::npos)
+		<< d.explanation;
+
+	const Decision plain = decide(phase(4, 3, m), bottleneck(), test::path_table(), kRto, bounds());
+	BottleneckShape above = bottleneck();
+	above.floored_capacity_bps = 2 * kC;
+	const Decision ignored = decide(phase(4, 3, m), above, test::path_table(), kRto, bounds());
+	for (PlanKind kind : kAllPlans) {
+		EXPECT_DOUBLE_EQ(ignored.prediction(kind).time_us, plain.prediction(kind).time_us) << plan_name(kind);
+		EXPECT_DOUBLE_EQ(ignored.prediction(kind).rate_bps, plain.prediction(kind).rate_bps) << plan_name(kind);
+	}
+	EXPECT_DOUBLE_EQ(plain.prediction(PlanKind::Both).rate_bps, pace.rate_bps);
 }
 
 // Paced phases of this kind that stalled (waited on a 200 ms timer) make the floor worth its

@@ -15,7 +15,9 @@
 #                   --seconds of wire time, at least 1; default 3)]
 # Environment: GP_BENCH_PACING_TOML, more keys for the daemons' [pacing] table (experiments);
 # GP_BENCH_DAEMON_TOML, more keys for their [daemon] table (linger = "500ms");
-# GP_BENCH_ALLTOALL_ARGS, more gp-alltoall options, split at spaces (--trace-iterations).
+# GP_BENCH_ALLTOALL_ARGS, more gp-alltoall options, split at spaces (--trace-iterations);
+# GP_BENCH_MPI_ENV, KEY=VALUE pairs for every MPI rank, split at spaces
+# (GAPPACE_SHIM_EAGER_LIMIT=0).
 #
 # For every topology (N+N hosts, one bottleneck of rate C with a FIFO of q packets per
 # direction), message size m and variant, it runs the TCP all-to-all (gp-alltoall) or a real
@@ -293,6 +295,8 @@ run_mpi() { # VARIANT SIZE N_LEFT -> one JSON line: the collectives report plus 
 		return
 	fi
 	[[ $variant == mpi-gappaced* ]] && env=(--env "LD_PRELOAD=$shim" --env "GAPPACE_HINTS_SOCK=$GAPPACE_HINTS_SOCK")
+	local pair
+	for pair in ${GP_BENCH_MPI_ENV:-}; do env+=(--env "$pair"); done
 	local before=() after=()
 	for i in "${!GPC_HOSTS[@]}"; do before+=("$(tcp_counters "${GPC_HOST_NS[$i]}")"); done
 	local out rc=0

@@ -50,6 +50,7 @@ struct ApplyRequest {
 	std::span<const TargetSocket> sockets;
 	const Plan *plan = nullptr;
 	const Config *config = nullptr;
+	uint64_t bytes_per_peer = 0; // the phase's message length
 };
 
 class Backend {

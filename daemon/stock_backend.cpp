@@ -2,6 +2,7 @@
 // a locked rto_min and quickack, through gp::stock (daemon/stock), which records every change
 // in the state file before making it. With [pacing] pacer = "host", the connections that share
 // a bottleneck are steered into one token bucket per device instead (daemon/stock/shaper.cpp).
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <set>
@@ -98,7 +99,11 @@ public:
 	{
 		std::set<uint32_t> lowered;
 		for (const std::string &key : applied.keys) {
-			if (key.starts_with("steered ")) {
+			if (key == kTsoSizingKey) {
+				if (--tso_sizing_holders_ == 0)
+					if (auto done = tso_sizing_.release(); !done)
+						errors.push_back("shaper: " + done.error().message);
+			} else if (key.starts_with("steered ")) {
 				auto it = steered_.find(key);
 				if (it == steered_.end() || --it->second.holders > 0)
 					continue;
@@ -147,6 +152,9 @@ public:
 			errors.push_back("pacing: " + done.error().message);
 		if (auto done = shaper_.remove_all(); !done)
 			errors.push_back("shaper: " + done.error().message);
+		if (auto done = tso_sizing_.release(); !done)
+			errors.push_back("shaper: " + done.error().message);
+		tso_sizing_holders_ = 0;
 		steered_.clear();
 		devices_.clear();
 		if (auto done = routes_.revert_all(); !done)
@@ -190,10 +198,15 @@ public:
 		for (const auto &[key, r] : routes_held_)
 			out[key] = "rto_min " + std::to_string(r.rto_min_ms) + " ms lock, quickack 1, " +
 				   std::to_string(r.holders) + " phase(s)";
+		if (tso_sizing_.original())
+			out["sysctl net.ipv4.tcp_tso_rtt_log"] = "0 (was " + std::to_string(*tso_sizing_.original()) + "), " +
+								 std::to_string(tso_sizing_holders_) + " phase(s)";
 		return out;
 	}
 
 private:
+	static constexpr const char *kTsoSizingKey = "tso sizing";
+
 	// A socket and the payload rate its own cap is set to (0: not paced).
 	struct SocketCap {
 		const TargetSocket *socket;
@@ -333,6 +346,30 @@ private:
 		// (performance/steered-caps-session24).
 		for (const Joining *j : joined)
 			caps.push_back(steered_cap(r, *j->socket, j->ifindex));
+		hold_tso_sizing(r, applied, errors);
+	}
+
+	// What TCP Small Queues lets a steered socket keep in its bucket is two skbs, and on Linux
+	// 6.0+ a low-RTT flow's skbs are 64 KB (stock.hpp, TsoSizing). A phase whose messages are
+	// longer than those two keeps that standing in the bucket for as long as it lasts:
+	// 128 KB per socket, 0.3-0.4 s behind one host's 8 sockets of the 8+8 all-to-all at 4 MB,
+	// where retransmission timers fired on segments still queued there, backed off, and the
+	// phases collapsed in half of the runs. Shorter messages leave the bucket as their phase
+	// ends; with smaller skbs they only cost CPU, which on the 2-CPU emulation cost 64 KB
+	// phases a fifth of their rate (performance/bucket-queue-session27).
+	static constexpr uint64_t kTsqQueueableBytes = 2 * 65536;
+	void hold_tso_sizing(const ApplyRequest &r, Applied &applied, std::vector<std::string> &errors)
+	{
+		if (r.bytes_per_peer <= kTsqQueueableBytes ||
+		    std::none_of(applied.keys.begin(), applied.keys.end(),
+				 [](const std::string &key) { return key.starts_with("steered "); }))
+			return;
+		if (auto sized = tso_sizing_.engage(); !sized) {
+			errors.push_back("shaper: " + sized.error().message);
+			return;
+		}
+		++tso_sizing_holders_;
+		applied.keys.push_back(kTsoSizingKey);
 	}
 
 	stock::ShaperSettings bucket(uint64_t bytes_per_second, uint32_t burst_frames) const
@@ -347,6 +384,8 @@ private:
 	stock::PacingActuator pacing_;
 	stock::RouteActuator routes_;
 	stock::ShaperActuator shaper_;
+	stock::TsoSizing tso_sizing_{store_};
+	int tso_sizing_holders_ = 0; // phases of long messages with steered sockets (hold_tso_sizing)
 	uint32_t mtu_ = 1500;
 	std::map<std::string, SharedPacing> pacing_held_;
 	std::map<std::string, SharedRoute> routes_held_;
@@ -362,10 +401,11 @@ Expected<std::unique_ptr<Backend>> make_stock_backend(const std::string &state_f
 	auto report = stock::restore_from_state(state_file);
 	if (!report)
 		return report.error();
-	if (report->routes_deleted || report->pacing_restored || report->already_gone)
+	if (report->routes_deleted || report->pacing_restored || report->already_gone || report->tso_rtt_log_restored)
 		log.push_back("restored what a previous daemon left: " + std::to_string(report->routes_deleted) +
 			      " routes deleted, " + std::to_string(report->pacing_restored) + " sockets' pacing restored, " +
-			      std::to_string(report->already_gone) + " already gone");
+			      std::to_string(report->already_gone) + " already gone" +
+			      (report->tso_rtt_log_restored ? ", tcp_tso_rtt_log put back" : ""));
 	for (const Error &e : report->failures)
 		log.push_back("could not restore: " + e.message);
 	// Routes of ours that no state file knows (a state file lost with its daemon).

@@ -243,6 +243,8 @@ std::string serialize_state(const StockState &state)
 		out.end_object();
 	}
 	out.end_array();
+	if (state.original_tso_rtt_log)
+		out.field("original_tso_rtt_log", static_cast<uint64_t>(*state.original_tso_rtt_log));
 	out.end_object();
 	return out.str() + "\n";
 }
@@ -283,6 +285,12 @@ Expected<StockState> parse_state(const std::string &text)
 		if (!record)
 			return record.error();
 		state.pacing.push_back(*record);
+	}
+	if (document.contains("original_tso_rtt_log")) { // only while a host shaper is installed
+		auto original = top.unsigned_number("original_tso_rtt_log", UINT32_MAX);
+		if (!original)
+			return original.error();
+		state.original_tso_rtt_log = static_cast<uint32_t>(*original);
 	}
 	return state;
 }
@@ -348,9 +356,10 @@ Expected<StateStore> StateStore::create(std::string path)
 	if (existing) {
 		if (!existing->empty())
 			return make_error(EEXIST, "state file " + path + " still records " +
-							  std::to_string(existing->routes.size()) + " route(s) and " +
-							  std::to_string(existing->pacing.size()) +
-							  " paced socket(s): restore it first");
+							  std::to_string(existing->routes.size()) + " route(s), " +
+							  std::to_string(existing->pacing.size()) + " paced socket(s)" +
+							  (existing->original_tso_rtt_log ? " and a changed tcp_tso_rtt_log" : "") +
+							  ": restore it first");
 	} else if (existing.error().err != ENOENT) {
 		return existing.error();
 	}
@@ -385,7 +394,7 @@ void StateStore::removed()
 void StateStore::readopted()
 {
 	// Live records are always a subset of the file's (by key): equal counts, nothing pending.
-	dirty_ = state_.routes.size() + state_.pacing.size() != on_disk_.routes.size() + on_disk_.pacing.size();
+	dirty_ = state_.records() != on_disk_.records();
 }
 
 Expected<void> StateStore::flush()
@@ -485,6 +494,27 @@ Expected<void> StateStore::erase_pacing(pid_t pid, uint64_t start_time, uint64_t
 	return {};
 }
 
+Expected<void> StateStore::put_tso_rtt_log(uint32_t original)
+{
+	StockState next = state_;
+	next.original_tso_rtt_log = original;
+	if (on_disk_.original_tso_rtt_log == original) {
+		state_ = std::move(next);
+		readopted();
+		return {};
+	}
+	return write(next);
+}
+
+Expected<void> StateStore::erase_tso_rtt_log()
+{
+	if (state_.original_tso_rtt_log) {
+		state_.original_tso_rtt_log.reset();
+		removed();
+	}
+	return {};
+}
+
 const RouteRecord *StateStore::find_route(const Endpoint &peer) const
 {
 	for (const RouteRecord &record : state_.routes) {
@@ -547,6 +577,20 @@ Expected<RestoreReport> restore_from_state(const std::string &path)
 			++report.pacing_restored;
 		} else {
 			++report.already_gone;
+		}
+	}
+	if (loaded->original_tso_rtt_log) {
+		if (loaded->netns_inode != *netns) {
+			report.failures.push_back(make_error(EXDEV, "tcp_tso_rtt_log was changed in network namespace " +
+									    std::to_string(loaded->netns_inode) +
+									    ", not this one: left alone"));
+			remaining.original_tso_rtt_log = loaded->original_tso_rtt_log;
+		} else if (auto put_back = write_sysctl_u32(TsoSizing::kSysctlPath, *loaded->original_tso_rtt_log);
+			   !put_back && put_back.error().err != ENOENT) {
+			report.failures.push_back(put_back.error());
+			remaining.original_tso_rtt_log = loaded->original_tso_rtt_log;
+		} else {
+			report.tso_rtt_log_restored = static_cast<bool>(put_back);
 		}
 	}
 	if (auto written = write_state_file(path, remaining); !written)

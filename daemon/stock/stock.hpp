@@ -114,7 +114,10 @@ struct StockState {
 	uint64_t netns_inode = 0; // the network namespace the routes are in (/proc/self/ns/net)
 	std::vector<RouteRecord> routes;
 	std::vector<PacingRecord> pacing;
-	bool empty() const { return routes.empty() && pacing.empty(); }
+	// net.ipv4.tcp_tso_rtt_log of that namespace before a host shaper set it (TsoSizing).
+	std::optional<uint32_t> original_tso_rtt_log;
+	size_t records() const { return routes.size() + pacing.size() + (original_tso_rtt_log ? 1 : 0); }
+	bool empty() const { return records() == 0; }
 	bool operator==(const StockState &) const = default;
 };
 
@@ -147,6 +150,8 @@ public:
 	// costs no write.
 	Expected<void> put(const RouteRecord &record);
 	Expected<void> put(const PacingRecord &record);
+	// The namespace's tcp_tso_rtt_log before we changed it (one record at most).
+	Expected<void> put_tso_rtt_log(uint32_t original);
 	// Changes a record in memory only (written with the next put() or flush()): for changes
 	// that restoring does not depend on, such as the cap applied to a recorded socket.
 	void update(const PacingRecord &record);
@@ -156,6 +161,7 @@ public:
 	// without a record would leak. So only additions are written ahead of the change.
 	Expected<void> erase_route(const Endpoint &peer);
 	Expected<void> erase_pacing(pid_t pid, uint64_t start_time, uint64_t inode);
+	Expected<void> erase_tso_rtt_log();
 	// Writes pending removals, if any.
 	Expected<void> flush();
 	// Writes pending removals if the oldest of them is at least `age` old: the daemon's
@@ -330,6 +336,44 @@ private:
 // namespace (crash recovery at daemon start). Returns how many were removed.
 Expected<size_t> purge_shapers();
 
+// What TCP Small Queues lets a socket keep in a host shaper. TSQ holds back a socket with more
+// than max(2 skbs, ~1 ms of its pacing rate) below it, and since Linux 6.0 an skb of a flow
+// with a short minimum RTT is sized gso_max_size >> (min_rtt_us >> tcp_tso_rtt_log): up to
+// 64 KB (sent as one GSO packet, split into frames by the shaper's tbf) for the tens of
+// microseconds of a cluster's RTT. So each steered socket may keep two of those, 128 KB, in
+// its device's bucket: with 8 sockets into a 25 Mbit/s bucket, 0.3 s of queue, which their
+// RTT and RTO then carry (Documentation/performance/bucket-queue-session27). tcp_tso_rtt_log
+// 0 takes the RTT term out (the skb is then about a millisecond of the pacing rate, as before
+// 6.0) and TSQ keeps each socket to about two frames in the bucket. It is a sysctl of the
+// network namespace: the stock backend engages it while phases of long messages are steered
+// (hold_tso_sizing), recorded in the state file first; release() puts it back. Kernels
+// without it (before 6.0) need nothing.
+class TsoSizing {
+public:
+	explicit TsoSizing(StateStore &store, std::string sysctl_path = kSysctlPath)
+		: store_(store), path_(std::move(sysctl_path))
+	{
+	}
+	static constexpr const char *kSysctlPath = "/proc/sys/net/ipv4/tcp_tso_rtt_log";
+	// Sets tcp_tso_rtt_log to 0, recording the value before (idempotent).
+	Expected<void> engage();
+	// Puts the recorded value back (idempotent).
+	Expected<void> release();
+	// The value before engage() while engaged; nullopt otherwise (also where the kernel has
+	// no such sysctl).
+	const std::optional<uint32_t> &original() const { return original_; }
+
+private:
+	StateStore &store_;
+	std::string path_;
+	bool engaged_ = false;
+	std::optional<uint32_t> original_;
+};
+
+// The value of a sysctl file holding one unsigned integer (/proc/sys/...).
+Expected<uint32_t> read_sysctl_u32(const std::string &path);
+Expected<void> write_sysctl_u32(const std::string &path, uint32_t value);
+
 // ------------------------------------------------------------------ route metrics
 
 // The route protocol that marks our routes (rtm_protocol; `ip route show proto 167`).
@@ -398,6 +442,7 @@ struct RestoreReport {
 	size_t routes_deleted = 0;	   // our routes that were still there
 	size_t pacing_restored = 0;	   // sockets whose original rate we put back
 	size_t already_gone = 0;	   // routes/sockets/processes that no longer existed
+	bool tso_rtt_log_restored = false; // tcp_tso_rtt_log put back (TsoSizing)
 	std::vector<Error> failures;	   // what could not be undone (kept in the state file)
 };
 

@@ -312,10 +312,16 @@ host_pacer_config() {
 		"$TMP/good.toml" >"$TMP/gappaced.toml"
 }
 host_pacer_config
-bucketed() { say begin alltoall 2500 linear 10.213.0.2 10.213.0.3 10.213.0.4 | awk '/^phase/{print $2}'; }
+bucketed() { say begin alltoall "${1:-2500}" linear 10.213.0.2 10.213.0.3 10.213.0.4 | awk '/^phase/{print $2}'; }
 third=4166666 # 100 Mbit/s / 3 in bytes per second
 kill -HUP "$DAEMON_PID"; sleep 0.3
 dev=$TAG-va
+# While a phase of messages longer than TSQ lets a socket keep in the bucket (two 64 KB skbs)
+# has steered sockets, the namespace's tcp_tso_rtt_log is 0 (stock.hpp, TsoSizing); kernels
+# before 6.0 have no such sysctl, and nothing to change.
+tso() { inA cat /proc/sys/net/ipv4/tcp_tso_rtt_log 2>/dev/null || echo none; }
+tso_before=$(tso)
+[[ $tso_before == 0 ]] && { inA sysctl -qw net.ipv4.tcp_tso_rtt_log=9; tso_before=9; }
 phase=$(bucketed)
 sleep 0.3
 qdiscs=$(inA tc qdisc show dev "$dev")
@@ -331,6 +337,20 @@ check "host pacer: the socket is steered ($(say priority)) and keeps its own cap
 check "host pacer: the state file has the socket's original priority and rate" \
 	bash -c "jq -e '.pacing[0].original_priority == 0 and .pacing[0].applied_bytes_per_second == '$third'' $TMP/state.json >/dev/null"
 check "host pacer: daemon show lists the shaper" bash -c "$GAPCTL -j daemon show | jq -e '.settings | keys | any(startswith(\"shaper \"))' >/dev/null"
+check "host pacer: 2500 B messages leave tcp_tso_rtt_log alone ($(tso))" test "$(tso)" = "$tso_before"
+long=$(bucketed 262144)
+sleep 0.3
+if [[ $tso_before != none ]]; then
+	check "host pacer: tcp_tso_rtt_log is 0 while a phase of 256 KB messages is steered (was $tso_before: $(tso))" \
+		test "$(tso)" = 0
+	check "host pacer: the state file has the tcp_tso_rtt_log before it" \
+		bash -c "jq -e '.original_tso_rtt_log == $tso_before' $TMP/state.json >/dev/null"
+	check "host pacer: daemon show lists tcp_tso_rtt_log" \
+		bash -c "$GAPCTL -j daemon show | jq -e '.settings | has(\"sysctl net.ipv4.tcp_tso_rtt_log\")' >/dev/null"
+fi
+say end "$long" >/dev/null
+sleep 0.3
+check "host pacer: tcp_tso_rtt_log is back when that phase ends ($(tso))" test "$(tso)" = "$tso_before"
 say end "$phase" >/dev/null
 sleep 0.3
 check "host pacer: the socket's priority and rate are back after the phase ($(say priority), $(say pacing))" \
@@ -339,23 +359,28 @@ sleep 2.5
 check "host pacer: the idle shaper is gone ($(inA tc qdisc show dev "$dev" | head -1))" \
 	bash -c "! ip netns exec $NSA tc qdisc show dev $dev | grep -q 6761:"
 inA tc qdisc add dev "$dev" root handle 1: pfifo limit 1000
-phase=$(bucketed)
+phase=$(bucketed 262144)
 sleep 0.3
 check "host pacer: a qdisc somebody configured stays ($(inA tc qdisc show dev "$dev" | head -1))" \
 	bash -c "ip netns exec $NSA tc qdisc show dev $dev | grep -q 'qdisc pfifo 1: root'"
 check "host pacer: refused, the socket is capped by itself ($(say pacing))" test "$(say pacing)" = "pacing $third"
+check "host pacer: refused, tcp_tso_rtt_log is left alone ($(tso))" test "$(tso)" = "$tso_before"
 check "host pacer: the refusal is logged" grep -q "somebody configured (pfifo 1:0): not replacing it" "$TMP/daemon.log"
 say end "$phase" >/dev/null
 inA tc qdisc del dev "$dev" root
 # Killed with the shaper in place: the next daemon removes it and restores the priority.
-phase=$(bucketed)
+phase=$(bucketed 262144)
 sleep 0.3
 kill -KILL "$DAEMON_PID"; wait "$DAEMON_PID" 2>/dev/null || true
 prio=$(say priority)
 check "host pacer: after SIGKILL the shaper and the steering are still there ($prio)" \
 	bash -c "ip netns exec $NSA tc qdisc show dev $dev | grep -q 6761: && [[ '$prio' == 'priority 67610001' ]]"
+[[ $tso_before == none ]] || check "host pacer: after SIGKILL tcp_tso_rtt_log is still 0 ($(tso))" test "$(tso)" = 0
 start_daemon
 check "host pacer: the restart removed the shaper" bash -c "! ip netns exec $NSA tc qdisc show dev $dev | grep -q 6761:"
+check "host pacer: the restart put tcp_tso_rtt_log back ($(tso))" test "$(tso)" = "$tso_before"
+[[ $tso_before == none ]] || { grep -q "tcp_tso_rtt_log put back" "$TMP/daemon.log" &&
+	ok "host pacer: the restart logged tcp_tso_rtt_log's return" || fail "host pacer: the restart logged tcp_tso_rtt_log's return"; }
 check "host pacer: the restart put the priority and rate back ($(say priority), $(say pacing))" \
 	bash -c "[[ '$(say priority)' == 'priority 0' && '$(say pacing)' == '$orig' ]]"
 grep -q "removed 1 shaper(s) a previous daemon left" "$TMP/daemon.log" && ok "host pacer: the restart logged the shaper's removal" ||

@@ -1,5 +1,5 @@
-// Crash recovery: a daemon process applies routes and pacing, is SIGKILLed, and
-// restore_from_state() in a new "daemon" undoes all of it from the state file.
+// Crash recovery: a daemon process applies routes, pacing and the host shaper's tcp_tso_rtt_log,
+// is SIGKILLed, and restore_from_state() in a new "daemon" undoes all of it from the state file.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -35,6 +35,9 @@ const std::string kOurProto = std::to_string(kRouteProtocolGappace);
 		_exit(12);
 	if (!pacing.apply(app, inode, 10'000'000))
 		_exit(13);
+	TsoSizing sizing(*store); // as while a host shaper is installed
+	if (!sizing.engage())
+		_exit(15);
 	const char byte = 'k';
 	if (write(ready, &byte, 1) != 1)
 		_exit(14);
@@ -55,6 +58,12 @@ TEST(Restore, UndoesWhatAKilledDaemonLeft)
 	ASSERT_TRUE(server.ok());
 	auto app = ClientProcess::start(server.endpoint(), ClientProcess::Mode::idle, std::nullopt, error);
 	ASSERT_TRUE(app) << error;
+
+	// The near namespace's own tcp_tso_rtt_log (a new namespace starts at the default, 9);
+	// none before Linux 6.0.
+	const auto tso_rtt_log = read_sysctl_u32(TsoSizing::kSysctlPath);
+	ASSERT_TRUE(tso_rtt_log || tso_rtt_log.error().err == ENOENT) << tso_rtt_log.error().message;
+	const bool changes_tso = tso_rtt_log && *tso_rtt_log != 0;
 
 	int ready[2];
 	ASSERT_EQ(pipe(ready), 0);
@@ -77,6 +86,8 @@ TEST(Restore, UndoesWhatAKilledDaemonLeft)
 	EXPECT_NE(run_command({"ip", "-4", "route", "show", "proto", kOurProto}).output, "");
 	EXPECT_NE(run_command({"ip", "-6", "route", "show", "proto", kOurProto}).output, "");
 	EXPECT_EQ(app->pacing_rate_seen_by_owner(), 1'250'000u);
+	if (changes_tso)
+		EXPECT_EQ(*read_sysctl_u32(TsoSizing::kSysctlPath), 0u);
 	// ...when the daemon dies without cleaning up.
 	kill(daemon, SIGKILL);
 	waitpid(daemon, nullptr, 0);
@@ -96,6 +107,9 @@ TEST(Restore, UndoesWhatAKilledDaemonLeft)
 	EXPECT_EQ(run_command({"ip", "-4", "route", "show", "table", "all", "proto", kOurProto}).output, "");
 	EXPECT_EQ(run_command({"ip", "-6", "route", "show", "table", "all", "proto", kOurProto}).output, "");
 	EXPECT_EQ(app->pacing_rate_seen_by_owner(), kUnlimitedPacingRate);
+	EXPECT_EQ(report->tso_rtt_log_restored, changes_tso);
+	if (changes_tso)
+		EXPECT_EQ(*read_sysctl_u32(TsoSizing::kSysctlPath), *tso_rtt_log);
 	auto left = load_state(path);
 	ASSERT_TRUE(left) << left.error().message;
 	EXPECT_TRUE(left->empty());

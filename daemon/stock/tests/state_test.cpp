@@ -44,6 +44,7 @@ StockState sample_state()
 	steered.original_bytes_per_second = kUnlimitedPacingRate;
 	steered.original_priority = 6;
 	state.pacing = {paced, steered};
+	state.original_tso_rtt_log = 9; // a host shaper is installed
 	return state;
 }
 
@@ -60,6 +61,23 @@ TEST(StateFile, RoundTripsEveryField)
 	EXPECT_EQ(text.find("original_priority"), text.rfind("original_priority"))
 		<< "only a steered socket's record carries a priority: " << text;
 	EXPECT_EQ(text.find("gateway\":\"\""), std::string::npos) << "absent gateways are left out: " << text;
+	EXPECT_NE(text.find("\"original_tso_rtt_log\":9"), std::string::npos) << text;
+}
+
+TEST(StateFile, TheTsoRecordIsOptional)
+{
+	StockState state = sample_state();
+	state.original_tso_rtt_log.reset();
+	const std::string text = serialize_state(state);
+	EXPECT_EQ(text.find("tso_rtt_log"), std::string::npos) << text;
+	auto parsed = parse_state(text);
+	ASSERT_TRUE(parsed) << parsed.error().message;
+	EXPECT_EQ(*parsed, state);
+	state.routes.clear();
+	state.pacing.clear();
+	EXPECT_TRUE(state.empty());
+	state.original_tso_rtt_log = 0;
+	EXPECT_FALSE(state.empty()) << "a recorded sysctl is a setting to undo";
 }
 
 TEST(StateFile, TheFdHintIsOptional)
@@ -119,6 +137,10 @@ TEST(StateFile, RejectsWhatWeDidNotWrite)
 		{"{\"version\":1,\"netns_inode\":1,\"routes\":[],\"pacing\":[{\"pid\":1,\"start_time\":1,\"inode\":2,"
 		 "\"original_bytes_per_second\":4,\"applied_bytes_per_second\":0,\"original_priority\":4294967296}]}",
 		 "\"original_priority\" is out of range"},
+		{"{\"version\":1,\"netns_inode\":1,\"routes\":[],\"pacing\":[],\"original_tso_rtt_log\":-9}",
+		 "\"original_tso_rtt_log\" must be an unsigned integer"},
+		{"{\"version\":1,\"netns_inode\":1,\"routes\":[],\"pacing\":[],\"original_tso_rtt_log\":4294967296}",
+		 "\"original_tso_rtt_log\" is out of range"},
 	};
 	for (const Case &c : cases) {
 		auto parsed = parse_state(c.text);
@@ -330,11 +352,91 @@ TEST(StateStore, RestoreKeepsRoutesOfAnotherNamespace)
 	auto report = restore_from_state(path);
 	ASSERT_TRUE(report) << report.error().message;
 	EXPECT_EQ(report->routes_deleted, 0u);
-	ASSERT_EQ(report->failures.size(), 2u);
-	EXPECT_EQ(report->failures[0].err, EXDEV);
+	EXPECT_FALSE(report->tso_rtt_log_restored);
+	ASSERT_EQ(report->failures.size(), 3u);
+	for (const Error &failure : report->failures)
+		EXPECT_EQ(failure.err, EXDEV) << failure.message;
+	EXPECT_NE(report->failures[2].message.find("tcp_tso_rtt_log"), std::string::npos) << report->failures[2].message;
 	auto kept = load_state(path);
 	ASSERT_TRUE(kept);
 	EXPECT_EQ(kept->routes, state.routes) << "what could not be undone stays recorded";
+	EXPECT_EQ(kept->original_tso_rtt_log, state.original_tso_rtt_log);
+}
+
+// TsoSizing against a file standing in for the sysctl: what it records, when, and what it puts back.
+class TsoSizingTest : public ::testing::Test {
+protected:
+	void SetUp() override
+	{
+		auto created = StateStore::create(dir_.path() + "/state.json");
+		ASSERT_TRUE(created) << created.error().message;
+		store_.emplace(std::move(*created));
+	}
+	void set_sysctl(const std::string &text) { std::ofstream(sysctl_) << text; }
+	std::string sysctl_text() const
+	{
+		std::ifstream in(sysctl_);
+		return std::string(std::istreambuf_iterator<char>(in), {});
+	}
+
+	testing::TempDir dir_;
+	std::string sysctl_ = dir_.path() + "/tcp_tso_rtt_log";
+	std::optional<StateStore> store_;
+};
+
+TEST_F(TsoSizingTest, SetsZeroRecordsTheValueBeforeAndPutsItBack)
+{
+	set_sysctl("9\n");
+	TsoSizing sizing(*store_, sysctl_);
+	ASSERT_TRUE(sizing.engage());
+	EXPECT_EQ(sysctl_text(), "0\n");
+	EXPECT_EQ(sizing.original(), std::optional<uint32_t>(9));
+	auto on_disk = load_state(store_->path());
+	ASSERT_TRUE(on_disk);
+	EXPECT_EQ(on_disk->original_tso_rtt_log, std::optional<uint32_t>(9)) << "recorded before the change";
+
+	set_sysctl("0\n");
+	ASSERT_TRUE(sizing.engage()) << "engaged already: a no-op";
+	EXPECT_EQ(sizing.original(), std::optional<uint32_t>(9)) << "the value before us, not our own 0";
+
+	ASSERT_TRUE(sizing.release());
+	EXPECT_EQ(sysctl_text(), "9\n");
+	EXPECT_FALSE(sizing.original());
+	ASSERT_TRUE(store_->flush());
+	on_disk = load_state(store_->path());
+	ASSERT_TRUE(on_disk);
+	EXPECT_TRUE(on_disk->empty());
+	ASSERT_TRUE(sizing.release()) << "released already: a no-op";
+	EXPECT_EQ(sysctl_text(), "9\n");
+}
+
+TEST_F(TsoSizingTest, NothingToRecordWhereItIsZeroOrAbsent)
+{
+	set_sysctl("0\n");
+	TsoSizing zero(*store_, sysctl_);
+	ASSERT_TRUE(zero.engage());
+	EXPECT_FALSE(zero.original());
+	EXPECT_FALSE(store_->state().original_tso_rtt_log);
+	ASSERT_TRUE(zero.release());
+	EXPECT_EQ(sysctl_text(), "0\n");
+
+	TsoSizing absent(*store_, dir_.path() + "/no-such-sysctl"); // a kernel before 6.0
+	ASSERT_TRUE(absent.engage());
+	ASSERT_TRUE(absent.release());
+	EXPECT_TRUE(store_->state().empty());
+}
+
+TEST_F(TsoSizingTest, ASysctlItCannotReadChangesNothing)
+{
+	set_sysctl("nine\n");
+	TsoSizing sizing(*store_, sysctl_);
+	auto engaged = sizing.engage();
+	ASSERT_FALSE(engaged);
+	EXPECT_EQ(engaged.error().err, EINVAL);
+	EXPECT_NE(engaged.error().message.find("does not hold an unsigned integer"), std::string::npos)
+		<< engaged.error().message;
+	EXPECT_EQ(sysctl_text(), "nine\n");
+	EXPECT_TRUE(store_->state().empty());
 }
 
 } // namespace

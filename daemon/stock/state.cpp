@@ -286,7 +286,7 @@ Expected<StockState> parse_state(const std::string &text)
 			return record.error();
 		state.pacing.push_back(*record);
 	}
-	if (document.contains("original_tso_rtt_log")) { // only while a host shaper is installed
+	if (document.contains("original_tso_rtt_log")) { // only while TsoSizing is engaged
 		auto original = top.unsigned_number("original_tso_rtt_log", UINT32_MAX);
 		if (!original)
 			return original.error();

@@ -114,7 +114,7 @@ struct StockState {
 	uint64_t netns_inode = 0; // the network namespace the routes are in (/proc/self/ns/net)
 	std::vector<RouteRecord> routes;
 	std::vector<PacingRecord> pacing;
-	// net.ipv4.tcp_tso_rtt_log of that namespace before a host shaper set it (TsoSizing).
+	// net.ipv4.tcp_tso_rtt_log of that namespace before TsoSizing set it to 0.
 	std::optional<uint32_t> original_tso_rtt_log;
 	size_t records() const { return routes.size() + pacing.size() + (original_tso_rtt_log ? 1 : 0); }
 	bool empty() const { return records() == 0; }

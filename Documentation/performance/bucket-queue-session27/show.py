@@ -25,3 +25,5 @@ table("8+8 hosts: A main, B tcp_tso_rtt_log 0 while a phase of messages over 128
       dirs("long"))
 table("8+8 hosts, Open MPI with the shim: A as main (rendezvous phases floored), "
       "B GP_BENCH_MPI_ENV=GAPPACE_SHIM_EAGER_LIMIT=0 (no phase flagged rendezvous: paced)", dirs("mpi"))
+table("8+8 hosts, --pacer socket: A main, B tcp_tso_rtt_log 0 in every host (an experiment's cluster; "
+      "pace = the hand cap C/k)", dirs("sock"))

@@ -10,26 +10,13 @@
 set -u
 rtt_log=${1:-9}
 out=$(mktemp)
-cleanup() { ip netns del bua 2>/dev/null; ip netns del bub 2>/dev/null; rm -f "$out"; }
-cleanup
-trap cleanup EXIT
-ip netns add bua && ip netns add bub || exit 1
-ip link add bu0 netns bua type veth peer name bu1 netns bub
-ip -n bua addr add 10.223.0.1/24 dev bu0
-ip -n bub addr add 10.223.0.2/24 dev bu1
-for n in bua bub; do
-	ip -n $n link set lo up
-	ip netns exec $n sysctl -qw net.ipv4.tcp_congestion_control=cubic
-done
-ip -n bua link set bu0 up
-ip -n bub link set bu1 up
-ip netns exec bua ethtool -K bu0 tso off gso off gro off
-ip netns exec bub ethtool -K bu1 tso off gso off gro off
-ip netns exec bua sysctl -qw net.ipv4.tcp_tso_rtt_log="$rtt_log"
+. "$(dirname "$0")/pair.sh"
+pair_up bua bub 10.223.0 "$rtt_log"
+trap 'pair_down; rm -f "$out"' EXIT
 ip netns exec bub timeout 15 iperf3 -s -1 >/dev/null 2>&1 &
 server=$!
 sleep 0.5
-ip netns exec bub timeout 8 tcpdump -i bu1 -nn -tt -c 600 'tcp and src 10.223.0.1 and greater 1000' >"$out" 2>/dev/null &
+ip netns exec bub timeout 8 tcpdump -i eth0 -nn -tt -c 600 'tcp and src 10.223.0.1 and greater 1000' >"$out" 2>/dev/null &
 capture=$!
 ip netns exec bua timeout 12 iperf3 -c 10.223.0.2 -t 5 --fq-rate 3M >/dev/null 2>&1
 wait "$capture" "$server"

@@ -8,23 +8,9 @@
 # Needs root, iproute2, ethtool and iperf3. Uses the namespaces tsqa and tsqb and removes them.
 set -u
 cap=${1:-none} rtt_log=${2:-9}
-cleanup() { ip netns del tsqa 2>/dev/null; ip netns del tsqb 2>/dev/null; }
-cleanup
-trap cleanup EXIT
-ip netns add tsqa && ip netns add tsqb || exit 1
-ip link add tq0 netns tsqa type veth peer name tq1 netns tsqb
-ip -n tsqa addr add 10.222.0.1/24 dev tq0
-ip -n tsqb addr add 10.222.0.2/24 dev tq1
-for n in tsqa tsqb; do
-	ip -n $n link set lo up
-	ip netns exec $n sysctl -qw net.ipv4.tcp_congestion_control=cubic
-done
-ip -n tsqa link set tq0 up
-ip -n tsqb link set tq1 up
-ip netns exec tsqa ethtool -K tq0 tso off gso off gro off
-ip netns exec tsqb ethtool -K tq1 tso off gso off gro off
-ip netns exec tsqa sysctl -qw net.ipv4.tcp_tso_rtt_log="$rtt_log"
-ip netns exec tsqa tc qdisc add dev tq0 root tbf rate 3mbit burst 3200 limit 4000000
+. "$(dirname "$0")/pair.sh"
+pair_up tsqa tsqb 10.222.0 "$rtt_log"
+ip netns exec tsqa tc qdisc add dev eth0 root tbf rate 3mbit burst 3200 limit 4000000
 ip netns exec tsqb timeout 20 iperf3 -s -1 >/dev/null 2>&1 &
 server=$!
 sleep 0.5
@@ -33,7 +19,7 @@ args=()
 ip netns exec tsqa timeout 15 iperf3 -c 10.222.0.2 -t 6 "${args[@]}" >/dev/null 2>&1 &
 client=$!
 sleep 4
-echo "cap $cap, tcp_tso_rtt_log $rtt_log: tbf $(ip netns exec tsqa tc -s qdisc show dev tq0 | grep -o 'backlog [^ ]* [^ ]*')"
+echo "cap $cap, tcp_tso_rtt_log $rtt_log: tbf $(ip netns exec tsqa tc -s qdisc show dev eth0 | grep -o 'backlog [^ ]* [^ ]*')"
 # The data connection is the one with bytes below it; iperf3's control connection has none.
 ip netns exec tsqa ss -tinm dst 10.222.0.2 | paste - - |
 	grep -o 'skmem:([^)]*)\|rtt:[0-9.]*/[0-9.]*\|pacing_rate [^ ]*\|cwnd:[0-9]*' | paste -sd ' ' |

@@ -1,4 +1,4 @@
-// tcp_tso_rtt_log while a host shaper is installed: see TsoSizing in stock.hpp for why.
+// tcp_tso_rtt_log 0 while phases of long messages are in a host bucket: see TsoSizing in stock.hpp.
 #include <fcntl.h>
 #include <unistd.h>
 

@@ -21,7 +21,7 @@
 set -u
 GC_SOURCE_ONLY=1 . /usr/bin/gcluster
 
-left=4 right=4 rate=5mbit bottleneck=5mbit queue=16 mode=both timeout=600 lookahead=2ms
+left=4 right=4 rate=2mbit bottleneck=2mbit queue=16 mode=both timeout=600 lookahead=2ms
 while [ $# -gt 0 ]; do
     case $1 in
     --left) left=$2; shift 2 ;;

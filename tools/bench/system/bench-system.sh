@@ -246,6 +246,12 @@ warmup_for() { # BYTES_PER_DIRECTION_PER_ITERATION RATE_BPS SECONDS
 		'BEGIN { n = int(s * c / (8 * b)); if (n < 1) n = 1; if (n > w) n = w; print n }'
 }
 
+# A stalled iteration waited for something like a retransmission timeout (200 ms stock):
+# longer than the ideal iteration (N*M*m bytes per direction at C) by 150 ms.
+stall_ms_for() { # BYTES_PER_DIRECTION_PER_ITERATION RATE_BPS
+	awk -v b="$1" -v c="$2" 'BEGIN { printf "%d", 8 * b / c * 1000 + 150 }'
+}
+
 run_alltoall() { # VARIANT SIZE -> one JSON line on stdout
 	local variant=$1 m=$2 extra=() ranks=${#GPC_HOSTS[@]} n_left=$3
 	# The volume that takes SECONDS_PER_RUN at full capacity: cross-traffic share of an
@@ -258,12 +264,7 @@ run_alltoall() { # VARIANT SIZE -> one JSON line on stdout
 	# (twice the largest size swept, 4m by default). Autotuning would size it from cwnd, which
 	# pacing keeps small, and so serialise the phases of exactly the paced variants.
 	[[ $SNDBUF == auto ]] || extra+=(--sndbuf "$SNDBUF")
-	# A stalled iteration waited for something like a retransmission timeout (200 ms stock):
-	# longer than the ideal iteration (N*M*m bytes per direction at C) by 150 ms.
-	local stall_ms
-	stall_ms=$(awk -v n="$n_left" -v r="$((ranks - n_left))" -v m="$m" -v c="$C_BPS" \
-		'BEGIN { printf "%d", 8 * n * r * m / c * 1000 + 150 }')
-	extra+=(--stall-ms "$stall_ms")
+	extra+=(--stall-ms "$(stall_ms_for $((n_left * (ranks - n_left) * m)) "$C_BPS")")
 	case $variant in
 	pace | rto+pace) extra+=(--pacing-rate $((C_BPS / n_left))) ;;
 	gappaced) extra+=(--hints iteration) ;;
@@ -431,10 +432,9 @@ if ((${#GUEST_MODES[@]})); then
 			((iterations >= 3)) || iterations=3
 			((iterations <= 200)) || iterations=200
 			warmup=$(warmup_for $((n_left * n_right * m)) "$guest_bps" "$GUEST_SECONDS")
-			# As on the host cluster (run_alltoall): every phase in flight at once, and a stall
-			# is an iteration 150 ms longer than its ideal time at the guest's rate.
-			guest_extra=(--stall-ms "$(awk -v b="$((n_left * n_right * m))" -v c="$guest_bps" \
-				'BEGIN { printf "%d", 8 * b / c * 1000 + 150 }')")
+			# As on the host cluster (run_alltoall): the same stall bound, and every phase in
+			# flight at once.
+			guest_extra=(--stall-ms "$(stall_ms_for $((n_left * n_right * m)) "$guest_bps")")
 			[[ $SNDBUF == auto ]] || guest_extra+=(--sndbuf "$SNDBUF")
 			for rep in $(seq "$REPS"); do
 				gout=$TMP/guest-$topo-$m-$rep

@@ -28,10 +28,19 @@ struct gp_counters {
 	u64 drops;
 };
 
-/* A copy of one rule, taken under the qdisc lock, for netlink replies. */
+/* What RULE_NEW / RULE_SET ask for. */
+struct gp_rule_request {
+	struct gp_prefix prefix;
+	u64 rate;
+	u32 group;	/* 0: a schedule of its own */
+};
+
+/* A copy of one rule, taken under the qdisc lock, for netlink replies. A
+ * grouped rule has its group's rate, backlog and counters. */
 struct gp_rule_info {
 	struct gp_prefix prefix;
 	u64 rate;
+	u32 group;
 	u32 owner_portid;
 	u64 achieved_rate;
 	u32 backlog;
@@ -64,8 +73,8 @@ void gp_qdisc_unregister(void);
 /* The gappace root qdisc of @dev, or NULL. Caller holds RTNL. */
 struct Qdisc *gp_qdisc_of(struct net_device *dev);
 void gp_prefix_mask(struct gp_prefix *prefix);
-int gp_rule_set(struct Qdisc *sch, const struct gp_prefix *prefix, u64 rate, bool create,
-		bool replace, u32 owner_portid, struct netlink_ext_ack *extack);
+int gp_rule_set(struct Qdisc *sch, const struct gp_rule_request *req, bool create, bool replace,
+		u32 owner_portid, struct netlink_ext_ack *extack);
 unsigned int gp_rules_release_owner(struct Qdisc *sch, u32 portid);
 int gp_rule_del(struct Qdisc *sch, const struct gp_prefix *prefix, struct netlink_ext_ack *extack);
 /* Copies up to @max rules starting at position @first; returns how many. *@gen gets

@@ -44,6 +44,7 @@ static const struct nla_policy gp_rule_policy[GAPPACE_A_RULE_MAX + 1] = {
 					    .reject_message = "statistics are read-only" },
 	[GAPPACE_A_RULE_OWNER_PORTID]	= { .type = NLA_REJECT,
 					    .reject_message = "the owner is the socket that sends the request" },
+	[GAPPACE_A_RULE_GROUP]		= NLA_POLICY_MIN(NLA_U32, 1),
 };
 
 #define GP_REPLY_ONLY { .type = NLA_REJECT, .reject_message = "attribute is only sent by the kernel" }
@@ -187,8 +188,8 @@ static int gp_parse_prefix(struct nlattr *nest, struct nlattr **rb, struct gp_pr
 	return 0;
 }
 
-static int gp_rule_parse(struct genl_info *info, struct gp_prefix *prefix, u64 *rate,
-			 bool need_rate)
+/* The rule of a request; @need_rate: RULE_NEW / RULE_SET (rate, group) rather than RULE_DEL. */
+static int gp_rule_parse(struct genl_info *info, struct gp_rule_request *req, bool need_rate)
 {
 	struct nlattr *rb[GAPPACE_A_RULE_MAX + 1];
 	int err;
@@ -199,16 +200,25 @@ static int gp_rule_parse(struct genl_info *info, struct gp_prefix *prefix, u64 *
 			       info->extack);
 	if (err)
 		return err;
-	err = gp_parse_prefix(info->attrs[GAPPACE_A_RULE], rb, prefix, info->extack);
+	memset(req, 0, sizeof(*req));
+	err = gp_parse_prefix(info->attrs[GAPPACE_A_RULE], rb, &req->prefix, info->extack);
 	if (err)
 		return err;
-	if (!need_rate)
+	if (!need_rate) {
+		if (rb[GAPPACE_A_RULE_GROUP]) {
+			NL_SET_ERR_MSG_ATTR(info->extack, rb[GAPPACE_A_RULE_GROUP],
+					    "a rule is deleted by its prefix alone");
+			return -EINVAL;
+		}
 		return 0;
+	}
 	if (NL_REQ_ATTR_CHECK(info->extack, info->attrs[GAPPACE_A_RULE], rb, GAPPACE_A_RULE_RATE)) {
 		NL_SET_ERR_MSG_MOD(info->extack, "the rule needs a rate");
 		return -EINVAL;
 	}
-	*rate = nla_get_u64(rb[GAPPACE_A_RULE_RATE]);
+	req->rate = nla_get_u64(rb[GAPPACE_A_RULE_RATE]);
+	if (rb[GAPPACE_A_RULE_GROUP])
+		req->group = nla_get_u32(rb[GAPPACE_A_RULE_GROUP]);
 	return 0;
 }
 
@@ -216,15 +226,14 @@ static int gp_rule_parse(struct genl_info *info, struct gp_prefix *prefix, u64 *
 static int gp_cmd_rule_new(struct sk_buff *skb, struct genl_info *info)
 {
 	bool replace = info->genlhdr->cmd == GAPPACE_CMD_RULE_SET;
-	struct gp_prefix prefix;
+	struct gp_rule_request req;
 	struct Qdisc *sch;
-	u64 rate;
 	int err;
 
 	err = gp_check_admin(skb, info);
 	if (err)
 		return err;
-	err = gp_rule_parse(info, &prefix, &rate, true);
+	err = gp_rule_parse(info, &req, true);
 	if (err)
 		return err;
 	rtnl_lock();
@@ -232,21 +241,21 @@ static int gp_cmd_rule_new(struct sk_buff *skb, struct genl_info *info)
 	if (IS_ERR(sch))
 		err = PTR_ERR(sch);
 	else
-		err = gp_rule_set(sch, &prefix, rate, true, replace, info->snd_portid, info->extack);
+		err = gp_rule_set(sch, &req, true, replace, info->snd_portid, info->extack);
 	rtnl_unlock();
 	return err;
 }
 
 static int gp_cmd_rule_del(struct sk_buff *skb, struct genl_info *info)
 {
-	struct gp_prefix prefix;
+	struct gp_rule_request req;
 	struct Qdisc *sch;
 	int err;
 
 	err = gp_check_admin(skb, info);
 	if (err)
 		return err;
-	err = gp_rule_parse(info, &prefix, NULL, false);
+	err = gp_rule_parse(info, &req, false);
 	if (err)
 		return err;
 	rtnl_lock();
@@ -254,7 +263,7 @@ static int gp_cmd_rule_del(struct sk_buff *skb, struct genl_info *info)
 	if (IS_ERR(sch))
 		err = PTR_ERR(sch);
 	else
-		err = gp_rule_del(sch, &prefix, info->extack);
+		err = gp_rule_del(sch, &req.prefix, info->extack);
 	rtnl_unlock();
 	return err;
 }
@@ -307,7 +316,8 @@ static int gp_fill_rule(struct sk_buff *skb, int ifindex, const struct gp_rule_i
 	}
 	if (nla_put_u8(skb, GAPPACE_A_RULE_PREFIX_LEN, r->prefix.len) ||
 	    nla_put_u64_64bit(skb, GAPPACE_A_RULE_RATE, r->rate, GAPPACE_A_RULE_PAD) ||
-	    nla_put_u32(skb, GAPPACE_A_RULE_OWNER_PORTID, r->owner_portid))
+	    nla_put_u32(skb, GAPPACE_A_RULE_OWNER_PORTID, r->owner_portid) ||
+	    (r->group && nla_put_u32(skb, GAPPACE_A_RULE_GROUP, r->group)))
 		goto cancel;
 	stats = gp_put_stats(skb, GAPPACE_A_RULE_STATS, &r->stats, r->achieved_rate, r->backlog);
 	if (!stats)

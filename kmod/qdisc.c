@@ -19,6 +19,11 @@
  *    earliest one is served when its time has come (earliest deadline first).
  *    Traffic matching no rule is unpaced and FIFO.
  *
+ *  - Groups: the rules of one group share one FIFO and schedule (struct
+ *    gp_flow), at the rate last set for any of them. Destinations behind one
+ *    bottleneck paced as a group are work-conserving among themselves: one
+ *    with nothing queued leaves its share to the others, not to gap frames.
+ *
  *  - dequeue: an eligible paced frame goes first (it has a deadline), then
  *    unpaced traffic; if nothing may go, gap frames fill exactly the byte
  *    times up to the earliest deadline. A remainder too short for a gap frame
@@ -62,6 +67,7 @@
 #include <linux/if_vlan.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
+#include <linux/hash.h>
 #include <linux/jhash.h>
 #include <linux/module.h>
 #include <linux/rbtree.h>
@@ -79,6 +85,7 @@
 #include "pace_core.h"
 
 #define GP_RULE_HASH_BITS	8
+#define GP_GROUP_HASH_BITS	6
 #define GP_LIMIT_DEFAULT	1000U
 #define GP_LIMIT_MAX		(1U << 20)
 
@@ -86,19 +93,33 @@
 static const u8 gp_pause_dst[ETH_ALEN] = { 0x01, 0x80, 0xc2, 0x00, 0x00, 0x01 };
 #define GP_PAUSE_OPCODE		0x0001
 
+/*
+ * A schedule: one FIFO paced at one rate. Every rule has one; the rules of a
+ * group (GAPPACE_A_RULE_GROUP) share their group's, so that the destinations
+ * behind one bottleneck are paced together: one of them that has nothing to
+ * send leaves its share to the others instead of to idle gap frames.
+ */
 struct gp_flow {
-	struct hlist_node hash_node;	/* in gp_sched_data.rule_hash */
-	struct list_head list;		/* in gp_sched_data.rules, insertion order */
+	struct hlist_node group_node;	/* in gp_sched_data.group_hash, if group */
 	struct rb_node tree_node;	/* in gp_sched_data.backlogged while qlen > 0 */
 	struct sk_buff *head, *tail;
 	u32 qlen;
 	struct gp_flow_clock clock;
-	struct gp_prefix prefix;
 	u64 rate;
 	u64 first_start;		/* wire time of the first frame since (re)set */
 	u64 last_end;			/* wire time at the end of the last frame */
 	bool started;
 	struct gp_counters stats;
+	u32 group;			/* 0: the schedule of one rule */
+	u32 users;			/* rules that classify into it */
+};
+
+/* A destination prefix and the schedule its packets join. */
+struct gp_rule {
+	struct hlist_node hash_node;	/* in gp_sched_data.rule_hash */
+	struct list_head list;		/* in gp_sched_data.rules, insertion order */
+	struct gp_prefix prefix;
+	struct gp_flow *flow;
 	u32 owner_portid;		/* the lease: the netlink socket that set the rule */
 };
 
@@ -116,6 +137,7 @@ struct gp_sched_data {
 	struct hlist_head rule_hash[1 << GP_RULE_HASH_BITS];
 	struct list_head rules;
 	u32 n_rules;
+	struct hlist_head group_hash[1 << GP_GROUP_HASH_BITS];
 	u32 generation;
 	/* prefix lengths in use, to try only those (longest first) */
 	u64 v4_lens;				/* bit n: some IPv4 rule of length n */
@@ -175,12 +197,22 @@ static u32 gp_prefix_hash(const struct gp_prefix *p)
 	return jhash2((const u32 *)&p->addr.v6, 4, seed) >> (32 - GP_RULE_HASH_BITS);
 }
 
-static struct gp_flow *gp_rule_find(struct gp_sched_data *q, const struct gp_prefix *p)
+static struct gp_rule *gp_rule_find(struct gp_sched_data *q, const struct gp_prefix *p)
+{
+	struct gp_rule *rule;
+
+	hlist_for_each_entry(rule, &q->rule_hash[gp_prefix_hash(p)], hash_node)
+		if (gp_prefix_equal(&rule->prefix, p))
+			return rule;
+	return NULL;
+}
+
+static struct gp_flow *gp_group_find(struct gp_sched_data *q, u32 group)
 {
 	struct gp_flow *flow;
 
-	hlist_for_each_entry(flow, &q->rule_hash[gp_prefix_hash(p)], hash_node)
-		if (gp_prefix_equal(&flow->prefix, p))
+	hlist_for_each_entry(flow, &q->group_hash[hash_32(group, GP_GROUP_HASH_BITS)], group_node)
+		if (flow->group == group)
 			return flow;
 	return NULL;
 }
@@ -209,11 +241,12 @@ static void gp_lens_del(struct gp_sched_data *q, const struct gp_prefix *p)
 		q->v4_lens &= ~(1ULL << p->len);
 }
 
-/* Longest-prefix match of the packet's destination against the rules. */
+/* Longest-prefix match of the packet's destination against the rules: the
+ * schedule of the rule that matches, or NULL (unpaced). */
 static struct gp_flow *gp_classify(struct gp_sched_data *q, struct sk_buff *skb)
 {
 	struct gp_prefix key;
-	struct gp_flow *flow;
+	struct gp_rule *rule;
 	int len;
 
 	if (!q->n_rules)
@@ -236,9 +269,9 @@ static struct gp_flow *gp_classify(struct gp_sched_data *q, struct sk_buff *skb)
 			lens &= ~(1ULL << len);
 			key.len = len;
 			key.addr.v4 = daddr & (len ? htonl(~0U << (32 - len)) : 0);
-			flow = gp_rule_find(q, &key);
-			if (flow)
-				return flow;
+			rule = gp_rule_find(q, &key);
+			if (rule)
+				return rule->flow;
 		}
 		return NULL;
 	}
@@ -255,9 +288,9 @@ static struct gp_flow *gp_classify(struct gp_sched_data *q, struct sk_buff *skb)
 				continue;
 			key.len = len;
 			ipv6_addr_prefix(&key.addr.v6, &ip6h->daddr, len);
-			flow = gp_rule_find(q, &key);
-			if (flow)
-				return flow;
+			rule = gp_rule_find(q, &key);
+			if (rule)
+				return rule->flow;
 		}
 		return NULL;
 	}
@@ -764,15 +797,16 @@ static void gp_flow_purge(struct Qdisc *sch, struct gp_flow *flow)
 static void gp_reset(struct Qdisc *sch)
 {
 	struct gp_sched_data *q = qdisc_priv(sch);
-	struct gp_flow *flow;
+	struct gp_rule *rule;
 
 	while (q->unpaced_head) {
 		struct sk_buff *skb = gp_skb_pop(&q->unpaced_head);
 
 		rtnl_kfree_skbs(skb, skb);
 	}
-	list_for_each_entry(flow, &q->rules, list)
-		gp_flow_purge(sch, flow);
+	/* a group's schedule is purged by its first rule, found empty by the others */
+	list_for_each_entry(rule, &q->rules, list)
+		gp_flow_purge(sch, rule->flow);
 	qdisc_watchdog_cancel(&q->watchdog);
 	q->backlogged = RB_ROOT_CACHED;
 	sch->q.qlen = 0;
@@ -782,14 +816,16 @@ static void gp_reset(struct Qdisc *sch)
 static void gp_destroy(struct Qdisc *sch)
 {
 	struct gp_sched_data *q = qdisc_priv(sch);
-	struct gp_flow *flow, *tmp;
+	struct gp_rule *rule, *tmp;
 
 	qdisc_watchdog_cancel(&q->watchdog);
 	/* init may have failed before the list existed */
 	if (q->rules.next) {
-		list_for_each_entry_safe(flow, tmp, &q->rules, list) {
-			gp_flow_purge(sch, flow);
-			kfree(flow);
+		list_for_each_entry_safe(rule, tmp, &q->rules, list) {
+			gp_flow_purge(sch, rule->flow);
+			if (!--rule->flow->users)
+				kfree(rule->flow);
+			kfree(rule);
 		}
 	}
 	consume_skb(q->gap_template);
@@ -863,107 +899,162 @@ struct Qdisc *gp_qdisc_of(struct net_device *dev)
 	return sch && sch->ops == &gp_qdisc_ops ? sch : NULL;
 }
 
-static void gp_rule_reset_stats(struct gp_flow *flow)
+static void gp_flow_reset_stats(struct gp_flow *flow)
 {
 	memset(&flow->stats, 0, sizeof(flow->stats));
 	flow->started = false;
 }
 
-int gp_rule_set(struct Qdisc *sch, const struct gp_prefix *prefix, u64 rate, bool create,
-		bool replace, u32 owner_portid, struct netlink_ext_ack *extack)
+/* A rule leaves its schedule. The last one out frees it; its queued packets
+ * continue unpaced, behind what is there, so nothing is lost. Packets of the
+ * rule's prefix queued in a schedule others still use leave with theirs. */
+static void gp_flow_put(struct gp_sched_data *q, struct gp_flow *flow)
 {
-	struct gp_sched_data *q = qdisc_priv(sch);
-	struct gp_flow *flow, *fresh;
-
-	fresh = kzalloc(sizeof(*fresh), GFP_KERNEL);
-	if (!fresh)
-		return -ENOMEM;
-
-	sch_tree_lock(sch);
-	if (!q->linkrate) {
-		sch_tree_unlock(sch);
-		kfree(fresh);
-		NL_SET_ERR_MSG_MOD(extack, "the qdisc has no link rate: attach it with linkrate");
-		return -EINVAL;
-	}
-	if (rate > q->linkrate) {
-		sch_tree_unlock(sch);
-		kfree(fresh);
-		NL_SET_ERR_MSG_MOD(extack, "rate exceeds the link rate of the qdisc");
-		return -ERANGE;
-	}
-	flow = gp_rule_find(q, prefix);
-	if (flow) {
-		if (!replace) {
-			sch_tree_unlock(sch);
-			kfree(fresh);
-			NL_SET_ERR_MSG_MOD(extack, "a rule for this prefix exists (replace it with rule-set)");
-			return -EEXIST;
-		}
-		flow->rate = rate;
-		flow->clock.rem = 0;
-		flow->owner_portid = owner_portid;	/* the lease passes to the new setter */
-		gp_rule_reset_stats(flow);
-		sch_tree_unlock(sch);
-		kfree(fresh);
-		return 0;
-	}
-	if (!create) {
-		sch_tree_unlock(sch);
-		kfree(fresh);
-		NL_SET_ERR_MSG_MOD(extack, "no rule for this prefix");
-		return -ENOENT;
-	}
-	if (q->n_rules >= GP_MAX_RULES) {
-		sch_tree_unlock(sch);
-		kfree(fresh);
-		NL_SET_ERR_MSG_MOD(extack, "too many rules on this device");
-		return -ENOSPC;
-	}
-	fresh->prefix = *prefix;
-	fresh->rate = rate;
-	fresh->owner_portid = owner_portid;
-	fresh->clock.next = q->wire.now;
-	hlist_add_head(&fresh->hash_node, &q->rule_hash[gp_prefix_hash(prefix)]);
-	list_add_tail(&fresh->list, &q->rules);
-	gp_lens_add(q, prefix);
-	q->n_rules++;
-	q->generation++;
-	sch_tree_unlock(sch);
-	return 0;
-}
-
-/* Unlinks and frees a rule; its queued packets continue unpaced. Under the tree lock. */
-static void gp_flow_remove(struct gp_sched_data *q, struct gp_flow *flow)
-{
-	/* nothing is lost: queued packets continue unpaced, behind what is there */
+	if (--flow->users)
+		return;
 	if (flow->qlen) {
 		rb_erase_cached(&flow->tree_node, &q->backlogged);
 		while (flow->head)
 			gp_skb_append(&q->unpaced_head, &q->unpaced_tail, gp_skb_pop(&flow->head));
 		flow->qlen = 0;
 	}
-	hlist_del(&flow->hash_node);
-	list_del(&flow->list);
-	gp_lens_del(q, &flow->prefix);
+	if (flow->group)
+		hlist_del(&flow->group_node);
+	kfree(flow);
+}
+
+/*
+ * The schedule a rule of @group (0: none) at @rate joins: its group's, whose
+ * rate becomes @rate, or @fresh, which the caller allocated and gives up here.
+ * *@used tells whether @fresh was taken.
+ */
+static struct gp_flow *gp_flow_get(struct gp_sched_data *q, u32 group, u64 rate,
+				   struct gp_flow *fresh, bool *used)
+{
+	struct gp_flow *flow = group ? gp_group_find(q, group) : NULL;
+
+	*used = !flow;
+	if (flow) {
+		if (flow->rate != rate) {
+			flow->rate = rate;
+			flow->clock.rem = 0;
+			gp_flow_reset_stats(flow);
+		}
+	} else {
+		flow = fresh;
+		flow->rate = rate;
+		flow->group = group;
+		flow->clock.next = q->wire.now;
+		if (group)
+			hlist_add_head(&flow->group_node, &q->group_hash[hash_32(group, GP_GROUP_HASH_BITS)]);
+	}
+	flow->users++;
+	return flow;
+}
+
+int gp_rule_set(struct Qdisc *sch, const struct gp_rule_request *req, bool create, bool replace,
+		u32 owner_portid, struct netlink_ext_ack *extack)
+{
+	struct gp_sched_data *q = qdisc_priv(sch);
+	struct gp_flow *fresh_flow, *old;
+	struct gp_rule *rule, *fresh_rule;
+	bool used = false;
+	int err = 0;
+
+	/* both allocated before the lock; what is not used is freed after it */
+	fresh_flow = kzalloc(sizeof(*fresh_flow), GFP_KERNEL);
+	fresh_rule = kzalloc(sizeof(*fresh_rule), GFP_KERNEL);
+	if (!fresh_flow || !fresh_rule) {
+		kfree(fresh_flow);
+		kfree(fresh_rule);
+		return -ENOMEM;
+	}
+
+	sch_tree_lock(sch);
+	if (!q->linkrate) {
+		NL_SET_ERR_MSG_MOD(extack, "the qdisc has no link rate: attach it with linkrate");
+		err = -EINVAL;
+		goto unlock;
+	}
+	if (req->rate > q->linkrate) {
+		NL_SET_ERR_MSG_MOD(extack, "rate exceeds the link rate of the qdisc");
+		err = -ERANGE;
+		goto unlock;
+	}
+	rule = gp_rule_find(q, &req->prefix);
+	if (rule) {
+		if (!replace) {
+			NL_SET_ERR_MSG_MOD(extack, "a rule for this prefix exists (replace it with rule-set)");
+			err = -EEXIST;
+			goto unlock;
+		}
+		old = rule->flow;
+		if (!old->group && !req->group) {
+			/* its own schedule at a new rate: the counters restart */
+			old->rate = req->rate;
+			old->clock.rem = 0;
+			gp_flow_reset_stats(old);
+		} else {
+			/* its group's (maybe the one it is in), or out of the group to one of
+			 * its own; packets it queued stay where they are */
+			rule->flow = gp_flow_get(q, req->group, req->rate, fresh_flow, &used);
+			gp_flow_put(q, old);
+		}
+		rule->owner_portid = owner_portid;	/* the lease passes to the new setter */
+		goto unlock;
+	}
+	if (!create) {
+		NL_SET_ERR_MSG_MOD(extack, "no rule for this prefix");
+		err = -ENOENT;
+		goto unlock;
+	}
+	if (q->n_rules >= GP_MAX_RULES) {
+		NL_SET_ERR_MSG_MOD(extack, "too many rules on this device");
+		err = -ENOSPC;
+		goto unlock;
+	}
+	fresh_rule->prefix = req->prefix;
+	fresh_rule->owner_portid = owner_portid;
+	fresh_rule->flow = gp_flow_get(q, req->group, req->rate, fresh_flow, &used);
+	hlist_add_head(&fresh_rule->hash_node, &q->rule_hash[gp_prefix_hash(&req->prefix)]);
+	list_add_tail(&fresh_rule->list, &q->rules);
+	gp_lens_add(q, &req->prefix);
+	q->n_rules++;
+	q->generation++;
+	fresh_rule = NULL;
+unlock:
+	sch_tree_unlock(sch);
+	if (!used)
+		kfree(fresh_flow);
+	kfree(fresh_rule);
+	return err;
+}
+
+/* Unlinks and frees a rule. Under the tree lock. */
+static void gp_rule_remove(struct gp_sched_data *q, struct gp_rule *rule)
+{
+	hlist_del(&rule->hash_node);
+	list_del(&rule->list);
+	gp_lens_del(q, &rule->prefix);
+	gp_flow_put(q, rule->flow);
 	q->n_rules--;
 	q->generation++;
-	kfree(flow);
+	kfree(rule);
 }
 
 int gp_rule_del(struct Qdisc *sch, const struct gp_prefix *prefix, struct netlink_ext_ack *extack)
 {
 	struct gp_sched_data *q = qdisc_priv(sch);
-	struct gp_flow *flow;
+	struct gp_rule *rule;
 
 	sch_tree_lock(sch);
-	flow = gp_rule_find(q, prefix);
-	if (!flow) {
+	rule = gp_rule_find(q, prefix);
+	if (!rule) {
 		sch_tree_unlock(sch);
 		NL_SET_ERR_MSG_MOD(extack, "no rule for this prefix");
 		return -ENOENT;
 	}
-	gp_flow_remove(q, flow);
+	gp_rule_remove(q, rule);
 	sch_tree_unlock(sch);
 	return 0;
 }
@@ -972,14 +1063,14 @@ int gp_rule_del(struct Qdisc *sch, const struct gp_prefix *prefix, struct netlin
 unsigned int gp_rules_release_owner(struct Qdisc *sch, u32 portid)
 {
 	struct gp_sched_data *q = qdisc_priv(sch);
-	struct gp_flow *flow, *tmp;
+	struct gp_rule *rule, *tmp;
 	unsigned int n = 0;
 
 	sch_tree_lock(sch);
-	list_for_each_entry_safe(flow, tmp, &q->rules, list) {
-		if (flow->owner_portid != portid)
+	list_for_each_entry_safe(rule, tmp, &q->rules, list) {
+		if (rule->owner_portid != portid)
 			continue;
-		gp_flow_remove(q, flow);
+		gp_rule_remove(q, rule);
 		n++;
 	}
 	sch_tree_unlock(sch);
@@ -999,19 +1090,22 @@ unsigned int gp_rules_snapshot(struct Qdisc *sch, unsigned int first, struct gp_
 			       unsigned int max, u32 *gen)
 {
 	struct gp_sched_data *q = qdisc_priv(sch);
-	struct gp_flow *flow;
+	struct gp_rule *rule;
 	unsigned int pos = 0, n = 0;
 
 	sch_tree_lock(sch);
 	*gen = q->generation;
-	list_for_each_entry(flow, &q->rules, list) {
+	list_for_each_entry(rule, &q->rules, list) {
+		const struct gp_flow *flow = rule->flow;
+
 		if (pos++ < first)
 			continue;
 		if (n == max)
 			break;
-		out[n].prefix = flow->prefix;
+		out[n].prefix = rule->prefix;
 		out[n].rate = flow->rate;
-		out[n].owner_portid = flow->owner_portid;
+		out[n].group = flow->group;
+		out[n].owner_portid = rule->owner_portid;
 		out[n].backlog = flow->qlen;
 		out[n].stats = flow->stats;
 		out[n].achieved_rate = flow->started ?

@@ -190,17 +190,18 @@ gp_load_kmod() {
 
 # --- gappace leases -------------------------------------------------------
 # A flow rule lives as long as the netlink socket that set it: `gapctl pace add`
-# holds it until it gets SIGTERM. gp_pace_hold DEV DST RATE starts such a holder
+# holds it until it gets SIGTERM. gp_pace_hold DEV DST RATE [OPTIONS] starts such a holder
 # in the background and waits (bounded) until the rule is listed;
 # gp_pace_release DEV DST ends the lease and waits until the rule is gone.
 _gp_hold_file() {
     echo "$GP_RUN/hold.$(echo "$1.$2" | tr '/:.' '___')"
 }
 
-gp_pace_hold() {
+gp_pace_hold() { # DEV DST RATE [gapctl pace add options, e.g. group N]
     local dev=$1 dst=$2 rate=$3 i=0
+    shift 3
     mkdir -p "$GP_RUN"
-    /usr/bin/gapctl pace add dev "$dev" dst "$dst" rate "$rate" >/dev/null &
+    /usr/bin/gapctl pace add dev "$dev" dst "$dst" rate "$rate" "$@" >/dev/null &
     echo $! >"$(_gp_hold_file "$dev" "$dst")"
     while [ "$i" -lt 100 ]; do
         case $(/usr/bin/gapctl -j pace show dev "$dev") in *"\"dst\":\"$dst\""*) return 0 ;; esac

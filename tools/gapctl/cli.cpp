@@ -97,8 +97,10 @@ Expected<QdiscSetArgs> parse_qdisc_set_args(Args args)
 Expected<PaceRuleArgs> parse_pace_rule_args(Args args, bool with_rate, bool allow_replace_flag)
 {
 	std::vector<Keyword> grammar{{"dev", KeywordKind::Value, true}, {"dst", KeywordKind::Value, true}};
-	if (with_rate)
+	if (with_rate) {
 		grammar.push_back({"rate", KeywordKind::Value, true});
+		grammar.push_back({"group", KeywordKind::Value});
+	}
 	if (allow_replace_flag)
 		grammar.push_back({"replace", KeywordKind::Flag});
 	auto values = parse_keywords(args, grammar);
@@ -116,6 +118,14 @@ Expected<PaceRuleArgs> parse_pace_rule_args(Args args, bool with_rate, bool allo
 		if (!rate)
 			return rate.error();
 		parsed.rate = *rate;
+	}
+	if (auto it = values->find("group"); it != values->end()) {
+		auto group = parse_u32_arg("group", it->second);
+		if (!group)
+			return group.error();
+		if (!*group)
+			return usage("invalid group \"0\" (groups are numbered from 1; leave it out for a rule of its own)");
+		parsed.group = *group;
 	}
 	parsed.replace = values->contains("replace");
 	return parsed;

@@ -58,6 +58,7 @@ struct PaceRuleArgs {
 	std::string dev;
 	Prefix dst;
 	std::optional<uint64_t> rate; // absent for del
+	std::optional<uint32_t> group; // add / replace: share the schedule of this group's rules
 	bool replace = false;
 };
 Expected<PaceRuleArgs> parse_pace_add_args(Args args);

@@ -239,13 +239,14 @@ int run_pace_change(const Invocation &invocation, const PaceRuleArgs &args, uint
 	if (cmd == GAPPACE_CMD_RULE_DEL)
 		encode_rule_del(request, genl->family_id, *ifindex, args.dst);
 	else
-		encode_rule_new(request, genl->family_id, *ifindex, args.dst, *args.rate, args.replace);
+		encode_rule_new(request, genl->family_id, *ifindex, args.dst, *args.rate, args.replace, args.group);
 	if (auto done = genl->socket.transact(request); !done)
 		return report_failure(invocation, what, done.error());
 	if (!signals)
 		return kExitSuccess;
 	if (invocation.format == OutputFormat::Text) {
 		const std::string text = "pace " + args.dev + " " + prefix + " " + gp::format_rate(*args.rate) +
+					 (args.group ? " group " + std::to_string(*args.group) : std::string()) +
 					 ": held until gapctl exits (Ctrl-C)\n";
 		if (int status = print_output(invocation, text); status != kExitSuccess)
 			return status;
@@ -498,8 +499,8 @@ const std::array<Command, 16> kCommands{{
 	{"qdisc", "change", qdisc_change, "qdisc change dev DEV [linkrate RATE|auto] [ifg BYTES] [limit PACKETS] [lookahead TIME]"},
 	{"qdisc", "detach", qdisc_detach, "qdisc detach dev DEV"},
 	{"qdisc", "show", qdisc_show, "qdisc show [dev DEV]"},
-	{"pace", "add", pace_add, "pace add dev DEV dst PREFIX rate RATE [replace]"},
-	{"pace", "replace", pace_replace, "pace replace dev DEV dst PREFIX rate RATE"},
+	{"pace", "add", pace_add, "pace add dev DEV dst PREFIX rate RATE [group N] [replace]"},
+	{"pace", "replace", pace_replace, "pace replace dev DEV dst PREFIX rate RATE [group N]"},
 	{"pace", "del", pace_del, "pace del dev DEV dst PREFIX"},
 	{"pace", "show", pace_show, "pace show [dev DEV]"},
 	{"rto", "set", rto_set,

@@ -106,7 +106,8 @@ nlmsghdr *put_genl_header(RequestBuffer &buf, uint16_t family_id, uint8_t cmd, u
 }
 
 // {IFINDEX, RULE{DST_IPVx, PREFIX_LEN[, RATE]}}
-void put_rule(nlmsghdr *nlh, uint32_t ifindex, const Prefix &dst, std::optional<uint64_t> rate)
+void put_rule(nlmsghdr *nlh, uint32_t ifindex, const Prefix &dst, std::optional<uint64_t> rate,
+	      std::optional<uint32_t> group = std::nullopt)
 {
 	mnl_attr_put_u32(nlh, GAPPACE_A_IFINDEX, ifindex);
 	// Generic netlink validates strictly: a nest without NLA_F_NESTED is rejected.
@@ -116,6 +117,8 @@ void put_rule(nlmsghdr *nlh, uint32_t ifindex, const Prefix &dst, std::optional<
 	mnl_attr_put_u8(nlh, GAPPACE_A_RULE_PREFIX_LEN, dst.length);
 	if (rate)
 		mnl_attr_put_u64(nlh, GAPPACE_A_RULE_RATE, *rate);
+	if (group)
+		mnl_attr_put_u32(nlh, GAPPACE_A_RULE_GROUP, *group);
 	mnl_attr_nest_end(nlh, rule);
 }
 
@@ -349,12 +352,12 @@ Expected<QdiscInfo> decode_qdisc(const nlmsghdr *nlh)
 // ------------------------------------------------------------------ genl encoders
 
 void encode_rule_new(RequestBuffer &buf, uint16_t family_id, uint32_t ifindex, const Prefix &dst, uint64_t rate,
-		     bool replace)
+		     bool replace, std::optional<uint32_t> group)
 {
 	// Generic netlink has no create/replace flags (they alias the dump flags and strict
 	// families refuse them): adding and replacing are two commands.
 	const uint8_t cmd = replace ? GAPPACE_CMD_RULE_SET : GAPPACE_CMD_RULE_NEW;
-	put_rule(put_genl_header(buf, family_id, cmd, NLM_F_ACK), ifindex, dst, rate);
+	put_rule(put_genl_header(buf, family_id, cmd, NLM_F_ACK), ifindex, dst, rate, group);
 }
 
 void encode_rule_del(RequestBuffer &buf, uint16_t family_id, uint32_t ifindex, const Prefix &dst)
@@ -408,6 +411,11 @@ Expected<RuleInfo> decode_rule(const nlmsghdr *nlh)
 		return rate.error();
 	if (*rate)
 		info.rate = mnl_attr_get_u64(*rate);
+	auto group = checked_attr(rule, GAPPACE_A_RULE_GROUP, MNL_TYPE_U32, "GAPPACE_A_RULE_GROUP");
+	if (!group)
+		return group.error();
+	if (*group)
+		info.group = mnl_attr_get_u32(*group);
 
 	if (const nlattr *stats = rule[GAPPACE_A_RULE_STATS]) {
 		auto counters = decode_counters(stats);

@@ -79,8 +79,9 @@ Expected<QdiscInfo> decode_qdisc(const nlmsghdr *nlh);
 
 // ------------------------------------------------------------------ generic netlink
 
+// `group`: the rule shares the schedule of the other rules of that group (GAPPACE_A_RULE_GROUP).
 void encode_rule_new(RequestBuffer &buf, uint16_t family_id, uint32_t ifindex, const Prefix &dst, uint64_t rate,
-		     bool replace);
+		     bool replace, std::optional<uint32_t> group = std::nullopt);
 void encode_rule_del(RequestBuffer &buf, uint16_t family_id, uint32_t ifindex, const Prefix &dst);
 // Dump of the rules of one device, or of every device when ifindex is nullopt.
 void encode_rule_dump(RequestBuffer &buf, uint16_t family_id, std::optional<uint32_t> ifindex);
@@ -108,6 +109,7 @@ struct RuleInfo {
 	uint32_t ifindex = 0;
 	Prefix dst;
 	std::optional<uint64_t> rate;
+	std::optional<uint32_t> group; // shares its group's schedule (and counters)
 	std::optional<Counters> stats;
 };
 

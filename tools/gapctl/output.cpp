@@ -187,6 +187,8 @@ std::string format_rule_text(const RuleInfo &rule, const IfnameResolver &ifname)
 	std::string text = device_text(rule.ifindex, ifname) + " dst " + format_prefix(rule.dst);
 	if (rule.rate)
 		text += " rate " + format_rate(*rule.rate);
+	if (rule.group)
+		text += " group " + std::to_string(*rule.group);
 	text += "\n";
 	if (rule.stats)
 		text += format_counters_text(*rule.stats);
@@ -239,6 +241,8 @@ void write_rule_json(JsonWriter &json, const RuleInfo &rule, const IfnameResolve
 	json.field("dst", format_prefix(rule.dst));
 	if (rule.rate)
 		json.field("rate", *rule.rate);
+	if (rule.group)
+		json.field("group", *rule.group);
 	if (rule.stats)
 		write_counters_json(json, *rule.stats);
 	json.end_object();

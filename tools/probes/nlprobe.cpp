@@ -105,6 +105,7 @@ struct RuleSpec {
 	uint64_t rate_value = 100ULL * 1000;	// below any link rate the tests use
 	bool stats = false;
 	bool unflagged_nest = false;	// strict validation insists on NLA_F_NESTED
+	int64_t group = -1;		// GAPPACE_A_RULE_GROUP if >= 0
 };
 
 void put_rule(RequestBuffer &buf, const RuleSpec &r)
@@ -123,6 +124,8 @@ void put_rule(RequestBuffer &buf, const RuleSpec &r)
 		mnl_attr_put_u8(nlh, GAPPACE_A_RULE_PREFIX_LEN, static_cast<uint8_t>(r.prefix_len));
 	if (r.rate)
 		mnl_attr_put_u64(nlh, GAPPACE_A_RULE_RATE, r.rate_value);
+	if (r.group >= 0)
+		mnl_attr_put_u32(nlh, GAPPACE_A_RULE_GROUP, static_cast<uint32_t>(r.group));
 	if (r.stats) {
 		nlattr *stats = mnl_attr_nest_start(nlh, GAPPACE_A_RULE_STATS | NLA_F_NESTED);
 		mnl_attr_put_u64(nlh, GAPPACE_A_STATS_DATA_PACKETS, 1);
@@ -462,6 +465,7 @@ std::vector<Case> all_cases()
 	cases.push_back(rule_new_case("rule_rate_above_link", ERANGE, 1,
 				      {.rate_value = 4000ULL * 1000 * 1000 * 1000}));
 	cases.push_back(rule_new_case("rule_stats_in_request", EINVAL, 1, {.stats = true}));
+	cases.push_back(rule_new_case("rule_group_zero", ERANGE, 1, {.group = 0}));
 	cases.push_back(rule_new_case("rule_nest_without_flag", EINVAL, 1, {.unflagged_nest = true}));
 	cases.push_back({"rule_missing_nest", EINVAL, false, false,
 			 [](RequestBuffer &buf, uint16_t family, uint32_t ifindex, uint32_t) {
@@ -511,6 +515,13 @@ std::vector<Case> all_cases()
 				 mnl_attr_put_u32(buf.nlh(), GAPPACE_A_IFINDEX, ifindex);
 				 put_rule(buf, {.v4_addr = htonl(0x0a090909), .rate = false});
 			 }});
+	cases.push_back({"rule_del_with_group", EINVAL, false, false,
+			 [](RequestBuffer &buf, uint16_t family, uint32_t ifindex, uint32_t) {
+				 genl_header(buf, family, GAPPACE_CMD_RULE_DEL);
+				 mnl_attr_put_u32(buf.nlh(), GAPPACE_A_IFINDEX, ifindex);
+				 put_rule(buf, {.rate = false, .group = 1});
+			 },
+			 "by its prefix alone"});
 	cases.push_back({"stats_missing_ifindex", EINVAL, false, false,
 			 [](RequestBuffer &buf, uint16_t family, uint32_t, uint32_t) {
 				 genl_header(buf, family, GAPPACE_CMD_STATS_GET);

@@ -73,8 +73,9 @@ struct tc_gappace_xstats {
 /* ------------------------------------------------------- generic netlink */
 
 #define GAPPACE_GENL_NAME	"gappace"
-/* 2: hints may carry a quiet summary (GAPPACE_A_HINT_QUIET_PHASES/_NS). */
-#define GAPPACE_GENL_VERSION	2
+/* 2: hints may carry a quiet summary (GAPPACE_A_HINT_QUIET_PHASES/_NS).
+ * 3: rules may share a schedule (GAPPACE_A_RULE_GROUP). */
+#define GAPPACE_GENL_VERSION	3
 
 /*
  * Commands. Changing state needs CAP_NET_ADMIN in the user namespace that
@@ -98,8 +99,9 @@ enum gappace_cmd {
 	/* Qdisc configuration and statistics of IFINDEX (doit), or of every
 	 * gappace device of the netns (dump). Reply: {IFINDEX, QDISC{...}}. */
 	GAPPACE_CMD_STATS_GET,
-	/* Set the rate of the rule for a prefix, adding the rule if there is
-	 * none (same attributes as RULE_NEW). Its counters restart. */
+	/* Set the rate (and group) of the rule for a prefix, adding the rule if
+	 * there is none (same attributes as RULE_NEW). The counters of its
+	 * schedule restart when the rate changes (always for an ungrouped rule). */
 	GAPPACE_CMD_RULE_SET,
 	/* Lower the minimum RTO (and the delayed-ACK ceiling) of established TCP
 	 * sockets: {RTO{tuple | DADDR only (every socket to that peer),
@@ -158,6 +160,15 @@ enum gappace_a_rule {
 	GAPPACE_A_RULE_STATS,		/* nest, enum gappace_a_stats (replies only) */
 	GAPPACE_A_RULE_OWNER_PORTID,	/* u32 (replies only): the netlink port id holding
 					 * the rule's lease; the rule ends when it closes */
+	/* u32 >= 1 (family version >= 3): the rules of one device with the same
+	 * group share one FIFO and one schedule, paced together at the rate
+	 * of the request that last set one of them (it applies to the whole
+	 * group). Without it a rule has a schedule of its own. A destination
+	 * of the group with nothing to send leaves its share to the others.
+	 * Replies carry it for grouped rules, with the group's backlog and
+	 * counters in STATS. A rule that leaves its group (RULE_SET with
+	 * another or none) leaves the packets it queued there. */
+	GAPPACE_A_RULE_GROUP,
 	__GAPPACE_A_RULE_MAX
 };
 #define GAPPACE_A_RULE_MAX (__GAPPACE_A_RULE_MAX - 1)

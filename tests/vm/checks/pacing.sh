@@ -132,6 +132,24 @@ note "  unpaced: $(jq .frames <<<"$u") frames, $(jq -n --argjson s "$ushare" '$s
 # here a quarter of it.
 jq -ne --argjson s "$ushare" '$s >= 0.03125' >/dev/null || fail "mixed: the unpaced flow got only $ushare of the link (starved?)"
 
+# --- a rule group: two destinations paced together at 25 %, in FIFO order
+note ""
+want=$((link / 4))
+g=$("$wirecheck" -j --linkrate "$link" --dev-mac "$mac" --flow "g=10.0.1.0/30,rate=$want" "$pcap" |
+	jq -c '.phases[] | select(.name == "group") | .flows[] | select(.name == "g")')
+got=$(jq .achieved_rate <<<"$g")
+n=$(jq .frames <<<"$g")
+note "group: 10.0.1.1 + 10.0.1.2 at 25 % together: $(relerr "$got" "$want") % over $n frames," \
+	"spacing violations $(jq .spacing.violations <<<"$g")"
+within "$got" "$want" "$tol" || fail "group: the two destinations together achieved $got, planned $want (rules of their own: twice)"
+((n >= 2 * frames)) || fail "group: only $n frames of $((2 * frames))"
+[[ $(jq .spacing.violations <<<"$g") == 0 ]] || fail "group: frames of the group closer than its schedule allows"
+members=$(jq -c '[.[] | select(.dst == "10.0.1.1/32" or .dst == "10.0.1.2/32") | [.group, .rate, .stats.data_packets]] | unique' \
+	"$res/rules/group.json")
+note "  member rules (group, rate, data_packets): $members"
+[[ $(jq length <<<"$members") == 1 && $(jq -c '.[0][:2]' <<<"$members") == "[7,$want]" ]] \
+	|| fail "group: the member rules do not report one group, its rate and its counters: $members"
+
 # --- paced TCP with TSO/GSO on
 note ""
 f=$(flow tcp-tso p1)

@@ -62,6 +62,20 @@ case $rules in *'"dst":"10.0.1.1/32","rate":200000'*) ;; *) gp_fail "rule set ch
 [ "$(echo "$rules" | grep -o '"dst"' | wc -l)" = 1 ] || gp_fail "unexpected rules: $rules"
 kill "$replacer"
 wait "$replacer" 2>/dev/null
+
+# rule groups: numbered from 1; the last request's rate is the whole group's; a member that
+# leaves leaves the others in place
+gp_expect_error "$log" "numbered from 1" gapctl pace add dev eth0 dst 10.0.1.2 rate 100kbit group 0
+gp_pace_hold eth0 10.0.1.2/32 100kbit group 3
+gp_pace_hold eth0 10.0.1.3/32 300kbit group 3
+rules=$(gapctl -j pace show dev eth0)
+echo "group: $rules" >>"$log"
+case $rules in *'"dst":"10.0.1.2/32","rate":300000,"group":3'*) ;; *) gp_fail "a group member's request did not set the group's rate: $rules" ;; esac
+gp_pace_release eth0 10.0.1.3/32
+rules=$(gapctl -j pace show dev eth0)
+case $rules in *'"dst":"10.0.1.2/32","rate":300000,"group":3'*) ;; *) gp_fail "the group lost its rate or member when another left: $rules" ;; esac
+gapctl pace show dev eth0 | grep -q 'dst 10.0.1.2/32 rate 300Kbit group 3' || gp_fail "pace show prints no group: $(gapctl pace show dev eth0)"
+gp_pace_release eth0 10.0.1.2/32
 gp_check "detach" gapctl qdisc detach dev eth0
 rmmod gappace || gp_fail "rmmod"
 gp_expect_error "$log" "not loaded" gapctl pace show

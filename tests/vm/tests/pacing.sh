@@ -5,6 +5,7 @@
 #   ifg-N        device IFG mode, total inter-frame gap N bytes, one UDP stream
 #   rate-P       one paced flow (10.0.1.1) at P% of the link, UDP, backlogged
 #   mixed        paced 10.0.1.1 at 10% + paced 10.0.2.1 at 25% + unpaced 10.0.3.1
+#   group        10.0.1.1 and 10.0.1.2 in one rule group at 25%: 25% together
 #   tcp-tso      paced TCP to 10.0.1.1 at 20% with TSO on
 #   ipv6         fd00:1::/64 at 10% and fd00:1::2/128 at 25%: longest prefix wins
 # Before and after each phase the qdisc's counters are saved (stats/PHASE.*.json);
@@ -28,7 +29,7 @@ link_mbit=${link_mbit:-1}
 kbit() { echo "$(($1 * link_mbit * 10))kbit"; } # PERCENT -> rate
 
 gp_load_module gappace
-gp_wire_up 10.0.1.1/16 10.0.2.1/16 10.0.3.1/16
+gp_wire_up 10.0.1.1/16 10.0.1.2/16 10.0.2.1/16 10.0.3.1/16
 # Under TCG the e1000 transmits inside the driver's register write: every
 # sendto() drains the qdisc at once, so no sender can get ahead of the "wire"
 # and several senders on one vCPU starve each other's flows. A real NIC drains
@@ -132,6 +133,24 @@ snapshot mixed.after
 gapctl -j pace show dev eth0 >"$(gp_result rules/mixed.json)"
 gp_pace_release eth0 10.0.1.1/32
 gp_pace_release eth0 10.0.2.1/32
+
+# --- a rule group: 10.0.1.1 and 10.0.1.2 share one schedule at 25 %. Both senders queue all
+# their frames at once; rules of their own would send 25 % each, 50 % together. The group's
+# FIFO sends the first sender's frames, then the second's, at 25 % together (checks/pacing.sh
+# measures the /30 that holds both). Member rules report the group's counters.
+gp_pace_hold eth0 10.0.1.1/32 "$(kbit 25)" group 7
+gp_pace_hold eth0 10.0.1.2/32 "$(kbit 25)" group 7
+snapshot group.before
+marker group
+exec_udp 10.0.1.1 "$frames" 71 --gso 44 --sndbuf $((frames * 4096)) >"$(gp_result traffic/group-1.json)" \
+    || gp_fail "udp-send group 10.0.1.1"
+exec_udp 10.0.1.2 "$frames" 72 --gso 44 --sndbuf $((frames * 4096)) >"$(gp_result traffic/group-2.json)" \
+    || gp_fail "udp-send group 10.0.1.2"
+drain group
+snapshot group.after
+gapctl -j pace show dev eth0 >"$(gp_result rules/group.json)"
+gp_pace_release eth0 10.0.1.1/32
+gp_pace_release eth0 10.0.1.2/32
 
 # --- paced TCP with TSO/GSO on: the stack hands the qdisc 64 KB packets
 gp_pace_hold eth0 10.0.1.1/32 "$(kbit 20)"

@@ -288,6 +288,25 @@ TEST(PaceArgs, DelTakesNoRate)
 	EXPECT_EQ(rejected.error().message, "unknown keyword \"rate\"");
 }
 
+TEST(PaceArgs, GroupIsANumberFromOne)
+{
+	auto grouped = parse_pace_add_args(Words{"dev", "eth0", "dst", "10.0.0.1", "rate", "1mbit", "group", "7"});
+	ASSERT_TRUE(grouped) << grouped.error().message;
+	EXPECT_EQ(grouped->group, 7u);
+	auto plain = parse_pace_replace_args(Words{"dev", "eth0", "dst", "10.0.0.1", "rate", "1mbit"});
+	ASSERT_TRUE(plain);
+	EXPECT_FALSE(plain->group);
+	auto zero = parse_pace_add_args(Words{"dev", "eth0", "dst", "10.0.0.1", "rate", "1mbit", "group", "0"});
+	ASSERT_FALSE(zero);
+	EXPECT_EQ(zero.error().message,
+		  "invalid group \"0\" (groups are numbered from 1; leave it out for a rule of its own)");
+	EXPECT_FALSE(parse_pace_add_args(Words{"dev", "eth0", "dst", "10.0.0.1", "rate", "1mbit", "group", "x"}));
+	EXPECT_FALSE(parse_pace_add_args(Words{"dev", "eth0", "dst", "10.0.0.1", "rate", "1mbit", "group", "4294967296"}));
+	auto del = parse_pace_del_args(Words{"dev", "eth0", "dst", "10.0.0.1", "group", "7"});
+	ASSERT_FALSE(del);
+	EXPECT_EQ(del.error().message, "unknown keyword \"group\"");
+}
+
 TEST(PaceArgs, ReplaceCommandRejectsReplaceFlag)
 {
 	const Words args{"dev", "eth0", "dst", "10.0.0.1", "rate", "1mbit", "replace"};
@@ -566,7 +585,7 @@ TEST(Dispatch, UsageErrorPrintsThatCommandsUsageAndExits2)
 	EXPECT_EQ(result.status, kExitUsage);
 	EXPECT_EQ(result.out, "");
 	EXPECT_EQ(result.err, "gapctl: invalid prefix \"10.0.0.1/33\": prefix length must be 0..32\n"
-			      "Usage: gapctl pace add dev DEV dst PREFIX rate RATE [replace]\n");
+			      "Usage: gapctl pace add dev DEV dst PREFIX rate RATE [group N] [replace]\n");
 }
 
 TEST(Dispatch, UnknownObject)
@@ -599,8 +618,8 @@ TEST(Dispatch, HelpGoesToStdout)
 
 	auto object = run_words({"pace", "help"});
 	EXPECT_EQ(object.status, kExitSuccess);
-	EXPECT_EQ(object.out, "Usage: gapctl pace add dev DEV dst PREFIX rate RATE [replace]\n"
-			      "       gapctl pace replace dev DEV dst PREFIX rate RATE\n"
+	EXPECT_EQ(object.out, "Usage: gapctl pace add dev DEV dst PREFIX rate RATE [group N] [replace]\n"
+			      "       gapctl pace replace dev DEV dst PREFIX rate RATE [group N]\n"
 			      "       gapctl pace del dev DEV dst PREFIX\n"
 			      "       gapctl pace show [dev DEV]\n");
 

@@ -267,6 +267,20 @@ TEST(RuleEncoder, NewIPv4RoundTrip)
 	EXPECT_EQ(mnl_attr_get_u64(rule[GAPPACE_A_RULE_RATE]), 100000000u);
 }
 
+TEST(RuleEncoder, GroupOnlyWhenGiven)
+{
+	RequestBuffer plain, grouped;
+	encode_rule_new(plain, kFamily, 7, prefix("10.0.1.1"), 1000, false);
+	encode_rule_new(grouped, kFamily, 7, prefix("10.0.1.1"), 1000, true, 42);
+	const auto plain_rule = Attrs::of_nest(Attrs::of_message(plain.nlh(), sizeof(genlmsghdr))[GAPPACE_A_RULE]);
+	EXPECT_FALSE(plain_rule[GAPPACE_A_RULE_GROUP]);
+	const auto rule = Attrs::of_nest(Attrs::of_message(grouped.nlh(), sizeof(genlmsghdr))[GAPPACE_A_RULE]);
+	ASSERT_TRUE(rule[GAPPACE_A_RULE_GROUP]);
+	ASSERT_EQ(mnl_attr_get_payload_len(rule[GAPPACE_A_RULE_GROUP]), 4u);
+	EXPECT_EQ(mnl_attr_get_u32(rule[GAPPACE_A_RULE_GROUP]), 42u);
+	EXPECT_EQ(mnl_attr_get_u64(rule[GAPPACE_A_RULE_RATE]), 1000u);
+}
+
 TEST(RuleEncoder, ReplaceIsTheRuleSetCommand)
 {
 	RequestBuffer buf;
@@ -392,6 +406,41 @@ TEST(RuleDecoder, IPv6WithoutStats)
 	ASSERT_TRUE(rule) << rule.error().message;
 	EXPECT_EQ(format_prefix(rule->dst), "2001:db8:1::/48");
 	EXPECT_FALSE(rule->stats);
+}
+
+TEST(RuleDecoder, GroupWhenTheKernelSendsIt)
+{
+	auto ungrouped = rule_reply(false, false);
+	auto plain = decode_rule(ungrouped.nlh());
+	ASSERT_TRUE(plain) << plain.error().message;
+	EXPECT_FALSE(plain->group);
+
+	MessageBuilder msg;
+	msg.genl(kFamily, GAPPACE_CMD_RULE_GET);
+	mnl_attr_put_u32(msg.nlh(), GAPPACE_A_IFINDEX, 1);
+	nlattr *rule = mnl_attr_nest_start(msg.nlh(), GAPPACE_A_RULE);
+	const uint8_t dst[4] = {192, 0, 2, 1};
+	mnl_attr_put(msg.nlh(), GAPPACE_A_RULE_DST_IPV4, sizeof(dst), dst);
+	mnl_attr_put_u32(msg.nlh(), GAPPACE_A_RULE_GROUP, 9);
+	mnl_attr_nest_end(msg.nlh(), rule);
+	auto decoded = decode_rule(msg.nlh());
+	ASSERT_TRUE(decoded) << decoded.error().message;
+	EXPECT_EQ(decoded->group, 9u);
+}
+
+TEST(RuleDecoder, RejectsMalformedGroup)
+{
+	MessageBuilder msg;
+	msg.genl(kFamily, GAPPACE_CMD_RULE_GET);
+	mnl_attr_put_u32(msg.nlh(), GAPPACE_A_IFINDEX, 1);
+	nlattr *rule = mnl_attr_nest_start(msg.nlh(), GAPPACE_A_RULE);
+	const uint8_t dst[4] = {192, 0, 2, 1};
+	mnl_attr_put(msg.nlh(), GAPPACE_A_RULE_DST_IPV4, sizeof(dst), dst);
+	mnl_attr_put_u8(msg.nlh(), GAPPACE_A_RULE_GROUP, 9);
+	mnl_attr_nest_end(msg.nlh(), rule);
+	auto decoded = decode_rule(msg.nlh());
+	ASSERT_FALSE(decoded);
+	EXPECT_EQ(decoded.error().message, "malformed GAPPACE_A_RULE_GROUP in kernel reply");
 }
 
 TEST(RuleDecoder, PrefixLenDefaultsToFullLength)

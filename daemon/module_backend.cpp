@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <map>
+#include <optional>
+#include <set>
 
 #include "backend.hpp"
 #include "messages.hpp"
@@ -18,13 +20,17 @@ namespace {
 struct RuleHold {
 	pid_t pid = 0;
 	uint64_t rate_bps = 0;
+	bool in_group = false; // its part of the device's host group (Plan::bucket_bps)
 };
 
 struct SharedRule {
 	uint32_t ifindex = 0;
 	Prefix dst;
-	uint64_t rate_bps = 0;			// installed in the kernel
 	std::map<uint64_t, RuleHold> holds;	// by hold id, in the order they were taken
+	// What the kernel has: a rule of its own at rate_bps, or a member of the device's group.
+	bool installed = false;
+	bool installed_in_group = false;
+	uint64_t rate_bps = 0;
 
 	// Processes add up; one process's phases do not. A process runs its phases one after
 	// another, so its lingering phase and its next one never send at once: it counts with
@@ -40,6 +46,12 @@ struct SharedRule {
 			total += rate;
 		return total;
 	}
+	// A destination any phase paces in the host group is in it for all of them: the kernel
+	// has one rule per prefix.
+	bool wants_group() const
+	{
+		return std::any_of(holds.begin(), holds.end(), [](const auto &h) { return h.second.in_group; });
+	}
 };
 
 struct SharedRto {
@@ -50,16 +62,27 @@ struct SharedRto {
 
 class ModuleBackend final : public Backend {
 public:
-	ModuleBackend(NetlinkSocket socket, uint16_t family) : socket_(std::move(socket)), family_(family) {}
+	ModuleBackend(NetlinkSocket socket, uint16_t family, bool groups)
+		: socket_(std::move(socket)), family_(family), kernel_has_groups_(groups)
+	{
+	}
 	const char *name() const override { return "module"; }
 
 	void apply(const ApplyRequest &r, Applied &applied, std::vector<std::string> &errors) override
 	{
 		// Pacing: one rule per destination host, its rate the per-connection rate times the
-		// sender's connections to that host (a rule paces all of them together).
+		// sender's connections to that host (a rule paces all of them together). With
+		// [pacing] pacer = "host", the destinations the plan gives a part of a host bucket
+		// (Plan::bucket_bps) share one schedule per device instead, at the sum of their
+		// parts: the kernel's rule group, the module's counterpart of the stock backend's
+		// token bucket. A destination with nothing left to send then leaves its share to
+		// the others, where a rule of its own would send gap frames for it.
+		const bool groups = kernel_has_groups_ && r.config->host_shaper;
 		std::map<size_t, size_t> connections; // peer -> sockets
 		for (const TargetSocket &t : r.sockets)
 			++connections[t.peer];
+		std::vector<std::pair<std::string, uint64_t>> taken; // rule key, hold id
+		std::set<uint32_t> devices;
 		for (size_t i = 0; i < r.peers.size(); ++i) {
 			const uint64_t rate = r.plan->rate_bps[i];
 			// A rule paces every packet to that host: only install it for a host the sender
@@ -77,25 +100,31 @@ public:
 						 r.peers[i].remote.family == AF_INET6 ? 128 : 32);
 			const std::string key = "rule " + std::to_string(*oif) + " " + format_prefix(dst);
 			SharedRule &rule = rules_[key];
-			const bool installed = !rule.holds.empty();
 			rule.ifindex = *oif;
 			rule.dst = dst;
+			const uint64_t part = i < r.plan->bucket_bps.size() ? r.plan->bucket_bps[i] : 0;
 			const uint64_t hold = ++last_hold_;
-			rule.holds[hold] = RuleHold{r.pid, rate * n};
-			if (const uint64_t wanted = rate_for(rule); !installed || wanted != rule.rate_bps) {
-				RequestBuffer req;
-				encode_rule_new(req, family_, rule.ifindex, dst, wanted, /*replace=*/true);
-				if (auto done = socket_.transact(req); !done) {
-					errors.push_back("pace " + format_prefix(dst) + ": " + done.error().message);
-					if (done.error().err == ERANGE) // the qdisc was changed: read its rate again
-						linkrates_.erase(rule.ifindex);
-					rule.holds.erase(hold);
-					if (rule.holds.empty())
-						rules_.erase(key);
+			rule.holds[hold] = groups && part ? RuleHold{r.pid, part * n, true} : RuleHold{r.pid, rate * n, false};
+			taken.emplace_back(key, hold);
+			devices.insert(*oif);
+		}
+		// A rule the kernel refused loses the holds just taken (and goes if they were all it
+		// had); the device is then set once more without them.
+		for (uint32_t ifindex : devices) {
+			std::set<std::string> refused = sync_device(ifindex, errors);
+			if (refused.empty())
+				continue;
+			for (const auto &[key, hold] : taken) {
+				if (!refused.count(key))
 					continue;
-				}
-				rule.rate_bps = wanted;
+				release_hold(key, hold, errors);
 			}
+			sync_device(ifindex, errors);
+		}
+		for (const auto &[key, hold] : taken) {
+			auto it = rules_.find(key);
+			if (it == rules_.end() || !it->second.holds.count(hold))
+				continue;
 			applied.keys.push_back(key + kHoldSeparator + std::to_string(hold));
 			++applied.paced;
 		}
@@ -135,24 +164,37 @@ public:
 
 	void revert(Applied &applied, std::vector<std::string> &errors) override
 	{
+		std::set<uint32_t> devices;
 		for (const std::string &key : applied.keys) {
-			if (key.starts_with("rule "))
-				release_rule(key, errors);
-			else
+			if (key.starts_with("rule ")) {
+				const size_t separator = key.rfind(kHoldSeparator);
+				if (separator == std::string::npos)
+					continue;
+				const std::string rule_key = key.substr(0, separator);
+				if (auto it = rules_.find(rule_key); it != rules_.end())
+					devices.insert(it->second.ifindex);
+				release_hold(rule_key, std::strtoull(key.c_str() + separator + 1, nullptr, 10), errors);
+			} else {
 				release_rto(key, errors);
+			}
 		}
+		for (uint32_t ifindex : devices)
+			sync_device(ifindex, errors);
 		applied = {};
 	}
 
 	void revert_all(std::vector<std::string> &errors) override
 	{
 		for (auto it = rules_.begin(); it != rules_.end();) {
-			RequestBuffer req;
-			encode_rule_del(req, family_, it->second.ifindex, it->second.dst);
-			if (auto done = socket_.transact(req); !done && done.error().err != ENOENT)
-				errors.push_back(it->first + ": " + done.error().message);
+			if (it->second.installed) {
+				RequestBuffer req;
+				encode_rule_del(req, family_, it->second.ifindex, it->second.dst);
+				if (auto done = socket_.transact(req); !done && done.error().err != ENOENT)
+					errors.push_back(it->first + ": " + done.error().message);
+			}
 			it = rules_.erase(it);
 		}
+		group_rates_.clear();
 		for (auto it = rtos_.begin(); it != rtos_.end();) {
 			RequestBuffer req;
 			encode_rto_clear(req, family_, it->second.target);
@@ -165,24 +207,35 @@ public:
 	std::map<std::string, std::string> live() const override
 	{
 		std::map<std::string, std::string> out;
-		for (const auto &[key, rule] : rules_)
+		for (const auto &[key, rule] : rules_) {
+			if (rule.installed_in_group) {
+				out[key] = format_rate(rule.wanted_rate()) + " of the host group of device " +
+					   std::to_string(rule.ifindex) + ", " + std::to_string(rule.holds.size()) + " phase(s)";
+				continue;
+			}
 			out[key] = format_rate(rule.rate_bps) + ", " + std::to_string(rule.holds.size()) + " phase(s)" +
 				   (rule.rate_bps < rule.wanted_rate() ? ", clamped to the link rate from " + format_rate(rule.wanted_rate())
 								       : std::string());
+		}
+		for (const auto &[ifindex, rate] : group_rates_)
+			out["group " + std::to_string(ifindex)] = "host group " + std::to_string(kHostGroup) + " at " + format_rate(rate);
 		for (const auto &[key, rto] : rtos_)
 			out[key] = "rto_min " + std::to_string(rto.rto_min_us) + " us, " + std::to_string(rto.holders) + " phase(s)";
 		return out;
 	}
 
 private:
-	// The rate to install for a rule: what its holders want, at most the link rate of the
-	// device's qdisc, which refuses more (ERANGE). Sums reach it when several processes of
-	// this host pace to one destination, each granted its share of a bottleneck the planner
-	// sized for one sender per host, or when phases overlap that the planner did not foresee.
-	uint64_t rate_for(const SharedRule &rule)
+	// The group the daemon's rules share on each device (GAPPACE_A_RULE_GROUP): an arbitrary
+	// number, far from the small ones an administrator would pick for rules of their own.
+	static constexpr uint32_t kHostGroup = 0x67706400;
+
+	// At most the link rate of the device's qdisc, which refuses more (ERANGE). Sums reach
+	// it when several processes of this host pace to one destination, each granted its
+	// share of a bottleneck the planner sized for one sender per host, or when phases
+	// overlap that the planner did not foresee.
+	uint64_t clamp_to_link(uint32_t ifindex, uint64_t wanted)
 	{
-		const uint64_t wanted = rule.wanted_rate();
-		const uint64_t link = linkrate(rule.ifindex);
+		const uint64_t link = linkrate(ifindex);
 		return link ? std::min(wanted, link) : wanted;
 	}
 
@@ -205,30 +258,88 @@ private:
 		return rate;
 	}
 
-	// `held` is what apply() recorded: the rule's key, kHoldSeparator, the hold's id.
-	void release_rule(const std::string &held, std::vector<std::string> &errors)
+	// One RULE_SET; false (and the error noted) if the kernel refused it.
+	bool set_rule(const SharedRule &rule, uint64_t rate, bool in_group, std::vector<std::string> &errors)
 	{
-		const size_t separator = held.rfind(kHoldSeparator);
-		if (separator == std::string::npos)
-			return;
-		const std::string key = held.substr(0, separator);
+		RequestBuffer req;
+		encode_rule_new(req, family_, rule.ifindex, rule.dst, rate, /*replace=*/true,
+				in_group ? std::optional<uint32_t>(kHostGroup) : std::nullopt);
+		if (auto done = socket_.transact(req); !done) {
+			errors.push_back("pace " + format_prefix(rule.dst) + ": " + done.error().message);
+			if (done.error().err == ERANGE) // the qdisc was changed: read its rate again
+				linkrates_.erase(rule.ifindex);
+			return false;
+		}
+		return true;
+	}
+
+	// Brings the kernel's rules on `ifindex` to what their holds want: rules of their own at
+	// their rates, and the group's members at the sum of theirs (one RULE_SET of any member
+	// sets the whole group's rate). Returns the keys of the rules the kernel refused.
+	std::set<std::string> sync_device(uint32_t ifindex, std::vector<std::string> &errors)
+	{
+		std::set<std::string> refused;
+		uint64_t group_wanted = 0;
+		for (const auto &[key, rule] : rules_)
+			if (rule.ifindex == ifindex && rule.wants_group())
+				group_wanted += rule.wanted_rate();
+		const uint64_t group_rate = group_wanted ? clamp_to_link(ifindex, group_wanted) : 0;
+		uint64_t &installed_group_rate = group_rates_[ifindex];
+		SharedRule *member = nullptr;
+		for (auto &[key, rule] : rules_) {
+			if (rule.ifindex != ifindex)
+				continue;
+			if (rule.wants_group()) {
+				if (rule.installed && rule.installed_in_group) {
+					member = &rule;
+					continue;
+				}
+				if (!set_rule(rule, group_rate, true, errors)) {
+					refused.insert(key);
+					continue;
+				}
+				rule.installed = rule.installed_in_group = true;
+				installed_group_rate = group_rate;
+				member = &rule;
+				continue;
+			}
+			const uint64_t own = clamp_to_link(ifindex, rule.wanted_rate());
+			if (rule.installed && !rule.installed_in_group && rule.rate_bps == own)
+				continue;
+			if (!set_rule(rule, own, false, errors)) {
+				refused.insert(key);
+				continue;
+			}
+			rule.installed = true;
+			rule.installed_in_group = false;
+			rule.rate_bps = own;
+		}
+		if (!member) {
+			group_rates_.erase(ifindex);
+		} else if (installed_group_rate != group_rate && set_rule(*member, group_rate, true, errors)) {
+			installed_group_rate = group_rate;
+		}
+		return refused;
+	}
+
+	// Ends one hold of a rule; the rule goes with its last one. The caller then syncs the
+	// device (the rates the remaining holds want).
+	void release_hold(const std::string &key, uint64_t hold, std::vector<std::string> &errors)
+	{
 		auto it = rules_.find(key);
 		if (it == rules_.end())
 			return;
 		SharedRule &rule = it->second;
-		rule.holds.erase(std::strtoull(held.c_str() + separator + 1, nullptr, 10));
-		RequestBuffer req;
+		rule.holds.erase(hold);
 		if (rule.holds.empty()) {
-			encode_rule_del(req, family_, rule.ifindex, rule.dst);
+			if (rule.installed) {
+				RequestBuffer req;
+				encode_rule_del(req, family_, rule.ifindex, rule.dst);
+				if (auto done = socket_.transact(req); !done && done.error().err != ENOENT)
+					errors.push_back(key + ": " + done.error().message);
+			}
 			rules_.erase(it);
-		} else if (const uint64_t wanted = rate_for(rule); wanted != rule.rate_bps) {
-			encode_rule_new(req, family_, rule.ifindex, rule.dst, wanted, true);
-			rule.rate_bps = wanted;
-		} else {
-			return; // the remaining holders want what is installed
 		}
-		if (auto done = socket_.transact(req); !done && done.error().err != ENOENT)
-			errors.push_back(key + ": " + done.error().message);
 	}
 
 	void release_rto(const std::string &key, std::vector<std::string> &errors)
@@ -246,8 +357,10 @@ private:
 
 	NetlinkSocket socket_;
 	uint16_t family_;
+	bool kernel_has_groups_;	// the family is version 3 or later (GAPPACE_A_RULE_GROUP)
 	static constexpr char kHoldSeparator = '#';
 	std::map<std::string, SharedRule> rules_;
+	std::map<uint32_t, uint64_t> group_rates_; // ifindex -> the host group's installed rate
 	RouteDeviceCache devices_towards_;
 	uint64_t last_hold_ = 0;
 	std::map<std::string, SharedRto> rtos_;
@@ -264,7 +377,10 @@ Expected<std::unique_ptr<Backend>> make_module_backend()
 	auto family = socket->genl_family_id(GAPPACE_GENL_NAME);
 	if (!family)
 		return family.error();
-	return std::unique_ptr<Backend>(new ModuleBackend(std::move(*socket), *family));
+	// Rule groups came with version 3; an older module paces every destination alone.
+	auto version = socket->genl_family_version(GAPPACE_GENL_NAME);
+	const bool groups = version && *version >= 3;
+	return std::unique_ptr<Backend>(new ModuleBackend(std::move(*socket), *family, groups));
 }
 
 } // namespace gp::daemon

@@ -10,14 +10,16 @@
 #
 #   gcluster-alltoall [--left N] [--right M] [--rate R] [--bottleneck C] [--queue Q]
 #                     [--lookahead TIME] [--mode baseline|gappaced|both] [--timeout S]
-#                     [-- GP-ALLTOALL-OPTIONS]
+#                     [--pacer socket|host] [-- GP-ALLTOALL-OPTIONS]
 #
 # Rank r runs on host h(r+1) (ranks 0..N-1 on the left), rendezvous at rank 0's address;
 # --side and --capacity are filled in. With gappaced each rank sends phase hints
 # (--hints iteration) through the kernel to its host's daemon, which paces the connections
 # that cross the bottleneck (gcluster gappaced-config). Results under /results/alltoall/MODE/:
 # rank 0's JSON (alltoall.json), bottleneck and wire counters before/after, every daemon's
-# `gapctl -j daemon show` and log. Exit 1 if a run failed.
+# `gapctl -j daemon show` and log. Exit 1 if a run failed. --pacer is the daemons' [pacing]
+# pacer (default theirs, "socket"): "host" paces the destinations behind the bottleneck in one
+# rule group per host where the plan asks for a host bucket.
 set -u
 GC_SOURCE_ONLY=1 . /usr/bin/gcluster
 
@@ -32,12 +34,14 @@ while [ $# -gt 0 ]; do
     --lookahead) lookahead=$2; shift 2 ;;
     --mode) mode=$2; shift 2 ;;
     --timeout) timeout=$2; shift 2 ;;
+    --pacer) GC_PACER=$2; shift 2 ;;
     --) shift; break ;;
     *) echo "gcluster-alltoall: unknown option '$1'" >&2; exit 2 ;;
     esac
 done
 case $mode in baseline) modes=baseline ;; gappaced) modes=gappaced ;; both) modes="baseline gappaced" ;;
 *) echo "gcluster-alltoall: --mode baseline, gappaced or both" >&2; exit 2 ;; esac
+case ${GC_PACER:-socket} in socket | host) ;; *) echo "gcluster-alltoall: --pacer socket or host" >&2; exit 2 ;; esac
 command -v gp-alltoall >/dev/null || { echo "gcluster-alltoall: gp-alltoall is not in the initramfs" >&2; exit 2; }
 
 export GAPPACE_CONTROL_SOCK=@gappace-control	# gapctl daemon show, in each host's netns

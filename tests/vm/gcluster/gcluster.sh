@@ -474,8 +474,9 @@ gc_stats() {
 # Tools in the host reach the daemon with GAPPACE_CONTROL_SOCK=@gappace-control.
 # GC_GAPPACED_EXTRA (default /etc/gappaced-extra.toml; run.sh --file puts one there), if the
 # file exists, is appended: tables the generated config does not have, e.g. [remedies], [planner].
+# GC_PACER, if set, is [pacing] pacer ("socket" or "host").
 gc_gappaced_config() {
-    local i j prefixes="" side other min_rate extra
+    local i j prefixes="" side other min_rate extra pacer_line
     i=$(gc_host_index "$1") || return 1
     side=$(gc_side "$i")
     j=1
@@ -488,6 +489,8 @@ gc_gappaced_config() {
     # 1 Mbit/s before session 22, above C/k here)
     min_rate=$((GC_BOTTLENECK_BPS / 64))
     [ "$min_rate" -ge 1000 ] || min_rate=1000
+    pacer_line=
+    [ -z "${GC_PACER:-}" ] || pacer_line="pacer = \"$GC_PACER\""
     cat <<EOF
 # gcluster host h$i ($GC_SUBNET.$i), cluster $GC_PREFIX
 [daemon]
@@ -500,6 +503,7 @@ state_file = "/run/gcluster/h$i/stock-state.json"
 queue_packets = $GC_QUEUE
 mtu = $GC_MTU
 min_rate = "${min_rate}bit"
+$pacer_line
 
 [[link]]
 device = "eth0"

@@ -158,6 +158,29 @@ kill -HUP "$daemon"
 sleep 0.5
 echo "share above the link rate: rule at the link rate" >>"$log"
 
+# --- [pacing] pacer = "host", and a phase whose start overflows the queue share the models plan
+# with (one flow into a queue of one packet): the rule joins the device's host group
+# (GAPPACE_A_RULE_GROUP) at the sum of the group's shares, and goes at the phase end
+sed -i 's/^frame_overhead = 0$/frame_overhead = 0\npacer = "host"/; s/^queue_packets = 4$/queue_packets = 1/' \
+    /run/gappace/gappaced.toml
+grep -q '^pacer = "host"$' /run/gappace/gappaced.toml || gp_die "pacer not set in the config"
+kill -HUP "$daemon"
+sleep 0.5
+phase=$(say begin alltoall 1048576 10.0.0.2 | awk '/^phase/{print $2}')
+[ -n "$phase" ] || gp_die "begin failed (host group)"
+sleep 0.5
+rules >>"$log"; show >>"$log"
+rules | grep -q '"dst":"10.0.0.2/32","rate":10000000,"group":1735418880' \
+    || gp_fail "the host pacer's rule is not in the daemon's group at 10mbit: $(rules)"
+show | grep -q 'host group 1735418880 at 10Mbit' || gp_fail "the host group is not shown in the live settings"
+say end "$phase" >/dev/null
+sleep 0.5
+rules | grep -q '10.0.0.2' && gp_fail "group rule left after the phase"
+sed -i '/^pacer = "host"$/d; s/^queue_packets = 1$/queue_packets = 4/' /run/gappace/gappaced.toml
+kill -HUP "$daemon"
+sleep 0.5
+echo "host pacer: the rule in the device's group" >>"$log"
+
 # --- another uid names our connection: nothing may change
 mkfifo /tmp/o.in /tmp/o.out
 GP_AS_UID=65534 gp-hintclient </tmp/o.in >/tmp/o.out 2>&1 &

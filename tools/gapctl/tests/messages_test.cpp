@@ -4,6 +4,7 @@
 #include <linux/rtnetlink.h>
 
 #include <cstring>
+#include <functional>
 
 #include "messages.hpp"
 #include "test_util.hpp"
@@ -381,6 +382,18 @@ MessageBuilder rule_reply(bool ipv6, bool with_stats)
 	return msg;
 }
 
+// A RULE_GET reply {IFINDEX 1, RULE{what `fill` puts in the nest}}.
+MessageBuilder rule_get_reply(const std::function<void(nlmsghdr *)> &fill)
+{
+	MessageBuilder msg;
+	msg.genl(kFamily, GAPPACE_CMD_RULE_GET);
+	mnl_attr_put_u32(msg.nlh(), GAPPACE_A_IFINDEX, 1);
+	nlattr *rule = mnl_attr_nest_start(msg.nlh(), GAPPACE_A_RULE);
+	fill(msg.nlh());
+	mnl_attr_nest_end(msg.nlh(), rule);
+	return msg;
+}
+
 TEST(RuleDecoder, IPv4WithStats)
 {
 	auto msg = rule_reply(false, true);
@@ -415,14 +428,11 @@ TEST(RuleDecoder, GroupWhenTheKernelSendsIt)
 	ASSERT_TRUE(plain) << plain.error().message;
 	EXPECT_FALSE(plain->group);
 
-	MessageBuilder msg;
-	msg.genl(kFamily, GAPPACE_CMD_RULE_GET);
-	mnl_attr_put_u32(msg.nlh(), GAPPACE_A_IFINDEX, 1);
-	nlattr *rule = mnl_attr_nest_start(msg.nlh(), GAPPACE_A_RULE);
-	const uint8_t dst[4] = {192, 0, 2, 1};
-	mnl_attr_put(msg.nlh(), GAPPACE_A_RULE_DST_IPV4, sizeof(dst), dst);
-	mnl_attr_put_u32(msg.nlh(), GAPPACE_A_RULE_GROUP, 9);
-	mnl_attr_nest_end(msg.nlh(), rule);
+	auto msg = rule_get_reply([](nlmsghdr *nlh) {
+		const uint8_t dst[4] = {192, 0, 2, 1};
+		mnl_attr_put(nlh, GAPPACE_A_RULE_DST_IPV4, sizeof(dst), dst);
+		mnl_attr_put_u32(nlh, GAPPACE_A_RULE_GROUP, 9);
+	});
 	auto decoded = decode_rule(msg.nlh());
 	ASSERT_TRUE(decoded) << decoded.error().message;
 	EXPECT_EQ(decoded->group, 9u);
@@ -430,14 +440,11 @@ TEST(RuleDecoder, GroupWhenTheKernelSendsIt)
 
 TEST(RuleDecoder, RejectsMalformedGroup)
 {
-	MessageBuilder msg;
-	msg.genl(kFamily, GAPPACE_CMD_RULE_GET);
-	mnl_attr_put_u32(msg.nlh(), GAPPACE_A_IFINDEX, 1);
-	nlattr *rule = mnl_attr_nest_start(msg.nlh(), GAPPACE_A_RULE);
-	const uint8_t dst[4] = {192, 0, 2, 1};
-	mnl_attr_put(msg.nlh(), GAPPACE_A_RULE_DST_IPV4, sizeof(dst), dst);
-	mnl_attr_put_u8(msg.nlh(), GAPPACE_A_RULE_GROUP, 9);
-	mnl_attr_nest_end(msg.nlh(), rule);
+	auto msg = rule_get_reply([](nlmsghdr *nlh) {
+		const uint8_t dst[4] = {192, 0, 2, 1};
+		mnl_attr_put(nlh, GAPPACE_A_RULE_DST_IPV4, sizeof(dst), dst);
+		mnl_attr_put_u8(nlh, GAPPACE_A_RULE_GROUP, 9);
+	});
 	auto decoded = decode_rule(msg.nlh());
 	ASSERT_FALSE(decoded);
 	EXPECT_EQ(decoded.error().message, "malformed GAPPACE_A_RULE_GROUP in kernel reply");
@@ -445,13 +452,10 @@ TEST(RuleDecoder, RejectsMalformedGroup)
 
 TEST(RuleDecoder, PrefixLenDefaultsToFullLength)
 {
-	MessageBuilder msg;
-	msg.genl(kFamily, GAPPACE_CMD_RULE_GET);
-	mnl_attr_put_u32(msg.nlh(), GAPPACE_A_IFINDEX, 1);
-	nlattr *rule = mnl_attr_nest_start(msg.nlh(), GAPPACE_A_RULE);
-	const uint8_t dst[4] = {192, 0, 2, 1};
-	mnl_attr_put(msg.nlh(), GAPPACE_A_RULE_DST_IPV4, sizeof(dst), dst);
-	mnl_attr_nest_end(msg.nlh(), rule);
+	auto msg = rule_get_reply([](nlmsghdr *nlh) {
+		const uint8_t dst[4] = {192, 0, 2, 1};
+		mnl_attr_put(nlh, GAPPACE_A_RULE_DST_IPV4, sizeof(dst), dst);
+	});
 	auto decoded = decode_rule(msg.nlh());
 	ASSERT_TRUE(decoded);
 	EXPECT_EQ(format_prefix(decoded->dst), "192.0.2.1/32");
@@ -460,12 +464,9 @@ TEST(RuleDecoder, PrefixLenDefaultsToFullLength)
 
 TEST(RuleDecoder, RejectsMissingDestination)
 {
-	MessageBuilder msg;
-	msg.genl(kFamily, GAPPACE_CMD_RULE_GET);
-	mnl_attr_put_u32(msg.nlh(), GAPPACE_A_IFINDEX, 1);
-	nlattr *rule = mnl_attr_nest_start(msg.nlh(), GAPPACE_A_RULE);
-	mnl_attr_put_u64(msg.nlh(), GAPPACE_A_RULE_RATE, 1000);
-	mnl_attr_nest_end(msg.nlh(), rule);
+	auto msg = rule_get_reply([](nlmsghdr *nlh) {
+		mnl_attr_put_u64(nlh, GAPPACE_A_RULE_RATE, 1000);
+	});
 	auto decoded = decode_rule(msg.nlh());
 	ASSERT_FALSE(decoded);
 	EXPECT_EQ(decoded.error().message, "GAPPACE_A_RULE_DST_IPV4/IPV6 missing in kernel reply");
@@ -473,13 +474,10 @@ TEST(RuleDecoder, RejectsMissingDestination)
 
 TEST(RuleDecoder, RejectsWrongAddressLength)
 {
-	MessageBuilder msg;
-	msg.genl(kFamily, GAPPACE_CMD_RULE_GET);
-	mnl_attr_put_u32(msg.nlh(), GAPPACE_A_IFINDEX, 1);
-	nlattr *rule = mnl_attr_nest_start(msg.nlh(), GAPPACE_A_RULE);
-	const uint8_t dst[5] = {1, 2, 3, 4, 5};
-	mnl_attr_put(msg.nlh(), GAPPACE_A_RULE_DST_IPV4, sizeof(dst), dst);
-	mnl_attr_nest_end(msg.nlh(), rule);
+	auto msg = rule_get_reply([](nlmsghdr *nlh) {
+		const uint8_t dst[5] = {1, 2, 3, 4, 5};
+		mnl_attr_put(nlh, GAPPACE_A_RULE_DST_IPV4, sizeof(dst), dst);
+	});
 	auto decoded = decode_rule(msg.nlh());
 	ASSERT_FALSE(decoded);
 	EXPECT_EQ(decoded.error().message, "malformed GAPPACE_A_RULE_DST_IPV4 in kernel reply");
@@ -487,14 +485,11 @@ TEST(RuleDecoder, RejectsWrongAddressLength)
 
 TEST(RuleDecoder, RejectsPrefixLenBeyondAddress)
 {
-	MessageBuilder msg;
-	msg.genl(kFamily, GAPPACE_CMD_RULE_GET);
-	mnl_attr_put_u32(msg.nlh(), GAPPACE_A_IFINDEX, 1);
-	nlattr *rule = mnl_attr_nest_start(msg.nlh(), GAPPACE_A_RULE);
-	const uint8_t dst[4] = {1, 2, 3, 4};
-	mnl_attr_put(msg.nlh(), GAPPACE_A_RULE_DST_IPV4, sizeof(dst), dst);
-	mnl_attr_put_u8(msg.nlh(), GAPPACE_A_RULE_PREFIX_LEN, 33);
-	mnl_attr_nest_end(msg.nlh(), rule);
+	auto msg = rule_get_reply([](nlmsghdr *nlh) {
+		const uint8_t dst[4] = {1, 2, 3, 4};
+		mnl_attr_put(nlh, GAPPACE_A_RULE_DST_IPV4, sizeof(dst), dst);
+		mnl_attr_put_u8(nlh, GAPPACE_A_RULE_PREFIX_LEN, 33);
+	});
 	EXPECT_FALSE(decode_rule(msg.nlh()));
 }
 

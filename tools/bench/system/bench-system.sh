@@ -443,7 +443,8 @@ if ((${#GUEST_MODES[@]})); then
 					timeout $((CELL_TIMEOUT * 10 + 300)) "$ROOT/tests/vm/gcluster/run.sh" --kver "$kver" --build "$BUILD" \
 						--out "$gout" --timeout $((CELL_TIMEOUT * 10)) -- gcluster-alltoall --left "$n_left" \
 						--right "$n_right" --rate "$GUEST_RATE" --bottleneck "$GUEST_RATE" --queue "$GUEST_QUEUE" \
-						--mode "$mode" -- --msg "$m" --iterations "$iterations" --warmup "$warmup" "${guest_extra[@]}" \
+						--mode "$mode" --pacer "$PACER" -- --msg "$m" --iterations "$iterations" --warmup "$warmup" \
+						"${guest_extra[@]}" \
 						>"$gout.log" 2>&1 || rc=$?
 					# A guest killed by the emulator (host-lib.sh) is run once more; the first
 					# run's console is kept next to the results.

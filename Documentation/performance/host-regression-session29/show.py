@@ -13,3 +13,5 @@ from ab_tables import table  # noqa: E402
 table("host cluster, 200 Mbit/s, 40-packet FIFO, cubic: A session 25's code (936666f, with its own "
       "bench-system), B the code of session 29's full run (8e571c2)",
       sorted(d for d in here.glob("code-*") if d.is_dir()), timeouts=True)
+table("4+4, the same machine: A gappaced with both remedies, B with the floor alone (--remedies rto)",
+      sorted(d for d in here.glob("remedies-*") if d.is_dir()), timeouts=True)

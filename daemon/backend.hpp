@@ -5,7 +5,7 @@
 //                  leases of the daemon's netlink socket: if the daemon dies, the kernel
 //                  reverts everything.
 //   StockBackend   SO_MAX_PACING_RATE on the sender's own sockets (pidfd_getfd) and a host
-//                  route per peer with a locked rto_min and quickack; every change recorded
+//                  route per peer with a locked rto_min (and quickack, if configured); every change recorded
 //                  in a state file first, so a restarted daemon undoes what a killed one left.
 //
 // Settings shared by several phases (a rule or a route per destination host; a socket in two

@@ -199,7 +199,7 @@ Expected<Config> parse_config(const std::string &text, const std::string &source
 	}
 
 	if (const toml::table *t = section(check, root, "rto")) {
-		check.only_keys(*t, "rto", {"floor", "min", "max", "delack_max"});
+		check.only_keys(*t, "rto", {"floor", "min", "max", "delack_max", "quickack"});
 		// 200 ms is Linux's own TCP_RTO_MIN: an override above it would make things worse.
 		const uint64_t lo = 1000, hi = 200000;
 		if (auto v = check.ranged(*t, "rto", "floor", parse_time_us, "5ms", lo, hi, "1ms .. 200ms"))
@@ -210,6 +210,8 @@ Expected<Config> parse_config(const std::string &text, const std::string &source
 			config.rto_max_us = static_cast<uint32_t>(*v);
 		if (auto v = check.ranged(*t, "rto", "delack_max", parse_time_us, "4ms", 1, hi, "1us .. 200ms"))
 			config.delack_max_us = static_cast<uint32_t>(*v);
+		if (auto v = check.get<bool>(*t, "rto", "quickack", "true or false"))
+			config.rto_quickack = *v;
 		if (!check.failed() && config.rto_min_us > config.rto_max_us)
 			check.fail(t->source(), "rto", "min is above max");
 		if (!check.failed() && (config.rto_floor_us < config.rto_min_us || config.rto_floor_us > config.rto_max_us))

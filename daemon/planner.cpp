@@ -44,9 +44,11 @@ bool symmetric_kind(uint32_t kind)
 
 // The share of a link direction that ACKs of the reverse direction's data take, relative to
 // that data: one ACK (a frame of the segment's wire bytes less its payload: headers and
-// framing) per `segments_per_ack` full segments: two with Linux's delayed ACK, one while an RTO
-// floor is in place (it lowers the delayed-ACK ceiling; the stock backend's route asks for
-// quickack). By the family of the crossing's connections: an IPv6 ACK is 20 bytes longer
+// framing) per `segments_per_ack` full segments: two with Linux's delayed ACK, one while a
+// floor with `[rto] quickack` is in place (the stock backend's route then asks for quickack).
+// A floor alone changes only when an odd segment's ACK leaves (the module lowers the
+// delayed-ACK ceiling), not how many: the receiver still acknowledges every second full
+// segment at once. By the family of the crossing's connections: an IPv6 ACK is 20 bytes longer
 // (3.6 % against 2.9 % at 1500 bytes, every other segment).
 double reverse_ack_share(const Config &config, int family, double segments_per_ack)
 {
@@ -54,8 +56,13 @@ double reverse_ack_share(const Config &config, int family, double segments_per_a
 	return (full.on_wire - full.payload) / (segments_per_ack * full.on_wire);
 }
 
-constexpr double kSegmentsPerAck = 2;	     // Linux's delayed ACK
-constexpr double kSegmentsPerAckFloored = 1; // the floor's quickack / lowered ceiling
+constexpr double kSegmentsPerAck = 2;	   // Linux's delayed ACK
+constexpr double kSegmentsPerAckQuickack = 1; // a floor with quickack
+
+double segments_per_ack_floored(const Config &config)
+{
+	return config.rto_quickack ? kSegmentsPerAckQuickack : kSegmentsPerAck;
+}
 
 bool paced_kind(uint32_t kind)
 {
@@ -394,15 +401,15 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 		// What the data of this direction may use: with data both ways, the reverse data's
 		// ACKs share it (2.9 % on a 1500-byte Ethernet, 3.6 % with IPv6). Planning all of C leaves
 		// those ACKs to overflow the queue, steadily, for as long as the phase lasts.
-		// While the floor is in place, receivers acknowledge every segment: the floored plans
-		// leave room for twice the ACKs (BottleneckShape::floored_capacity_bps). Each host
-		// plans for its own ACKs: in a symmetric kind a host receives what it sends.
+		// While a floor with quickack is in place, receivers acknowledge every segment: the
+		// floored plans leave room for twice the ACKs (BottleneckShape::floored_capacity_bps).
+		// Each host plans for its own ACKs: in a symmetric kind a host receives what it sends.
 		const bool acks_share = symmetric_kind(phase.kind);
 		link.capacity_bps = static_cast<double>(b.capacity_bps) /
 				    (acks_share ? 1.0 + reverse_ack_share(config, family, kSegmentsPerAck) : 1.0);
 		link.floored_capacity_bps =
 			static_cast<double>(b.capacity_bps) /
-			(acks_share ? 1.0 + reverse_ack_share(config, family, kSegmentsPerAckFloored) : 1.0);
+			(acks_share ? 1.0 + reverse_ack_share(config, family, segments_per_ack_floored(config)) : 1.0);
 		link.mtu_bytes = config.mtu;
 		const uint64_t q = queue_packets_of(b, config);
 		link.queue_packets = std::max<uint64_t>(1, static_cast<uint64_t>(std::floor(q * config.queue_share)));
@@ -495,7 +502,7 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 		return checked ? *checked : choice.why == models::ChoiceReason::Model ? x.decision.best : choice.plan;
 	};
 	// The floor is the host's, for all its connections: where any bottleneck's plan floors,
-	// every paced one is paced at its floored rate (receivers acknowledge every segment).
+	// every paced one is paced at its floored rate (with quickack, receivers acknowledge every segment).
 	const bool floors = std::any_of(decided.begin(), decided.end(), [&](const Decided &x) {
 		const models::PlanKind kind = kind_of(x);
 		return kind == models::PlanKind::Rto || kind == models::PlanKind::Both;

@@ -1,5 +1,5 @@
 // The stock backend: SO_MAX_PACING_RATE on the sender's sockets and per-peer host routes with
-// a locked rto_min and quickack, through gp::stock (daemon/stock), which records every change
+// a locked rto_min (and quickack with [rto] quickack), through gp::stock (daemon/stock), which records every change
 // in the state file before making it. With [pacing] pacer = "host", the connections that share
 // a bottleneck are steered into one token bucket per device instead (daemon/stock/shaper.cpp).
 #include <algorithm>
@@ -47,6 +47,7 @@ struct SharedRoute {
 	Endpoint peer;
 	int holders = 0;
 	uint32_t rto_min_ms = 0;
+	bool quickack = false;
 };
 
 class StockBackend final : public Backend {
@@ -81,13 +82,14 @@ public:
 			const std::string key = "route " + name;
 			SharedRoute &route = routes_held_[key];
 			if (!route.holders) {
-				if (auto done = routes_.apply(host, stock::RouteSettings{rto_ms, true}); !done) {
+				if (auto done = routes_.apply(host, stock::RouteSettings{rto_ms, r.config->rto_quickack}); !done) {
 					errors.push_back("route " + name + ": " + done.error().message);
 					routes_held_.erase(key);
 					continue;
 				}
 				route.peer = host;
 				route.rto_min_ms = rto_ms;
+				route.quickack = r.config->rto_quickack;
 			}
 			++route.holders;
 			applied.keys.push_back(key);
@@ -196,7 +198,7 @@ public:
 				"bucket " + format_rate(settings.bytes_per_second * 8) + " (frames without preamble), " +
 				std::to_string(devices_.count(ifindex) ? devices_.at(ifindex).sockets : 0) + " socket(s)";
 		for (const auto &[key, r] : routes_held_)
-			out[key] = "rto_min " + std::to_string(r.rto_min_ms) + " ms lock, quickack 1, " +
+			out[key] = "rto_min " + std::to_string(r.rto_min_ms) + " ms lock, " + (r.quickack ? "quickack 1, " : "") +
 				   std::to_string(r.holders) + " phase(s)";
 		if (tso_sizing_.original())
 			out["sysctl net.ipv4.tcp_tso_rtt_log"] = "0 (was " + std::to_string(*tso_sizing_.original()) + "), " +

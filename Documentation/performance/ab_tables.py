@@ -7,23 +7,28 @@ optionally its host timeouts.
 import json
 
 
-def cells_of(run_dir, timeouts=False):
-    """{(topology, variant, msg): ["0.91", ...]} for one invocation, in run order."""
+def cells_of(run_dir, timeouts=False, segments=False):
+    """{(topology, variant, msg): ["0.91", ...]} for one invocation, in run order. With
+    `segments`, each run's segments sent (OutSegs, all hosts, thousands) follow its timeouts."""
     cells = {}
     for line in (run_dir / "runs.jsonl").read_text().splitlines():
         r = json.loads(line)
         result = r.get("result") or {}
         frac = result.get("fraction_of_capacity")
         text = "–" if frac is None else f"{frac:.2f}"
+        tcp = result.get("tcp") or {}
         if timeouts and frac is not None:
-            text += f" ({(result.get('tcp') or {}).get('TCPTimeouts')})"
+            if segments and tcp.get("OutSegs") is not None:
+                text += f" ({tcp.get('TCPTimeouts')}, {tcp['OutSegs'] / 1000:.0f}k)"
+            else:
+                text += f" ({tcp.get('TCPTimeouts')})"
         cells.setdefault((r["topology"], r["variant"], r["msg"]), []).append(text)
     return cells
 
 
-def table(title, dirs, timeouts=False):
+def table(title, dirs, timeouts=False, segments=False):
     """Prints one Markdown table: the invocations in `dirs`, side by side."""
-    runs = {d.name: cells_of(d, timeouts) for d in dirs}
+    runs = {d.name: cells_of(d, timeouts, segments) for d in dirs}
     keys = sorted({k for c in runs.values() for k in c})
     print(f"\n{title}\n")
     print("| cell | " + " | ".join(runs) + " |")

@@ -60,13 +60,13 @@ struct BottleneckShape {
 	uint64_t queue_packets = 0;	// q, in frames of `mtu_bytes`
 	uint64_t mtu_bytes = 1500;
 	double sender_link_bps = 0;	// unpaced sending rate of one connection; 0: much faster than C
-	// C while the RTO floor is in place, where it is less (0: the same as C). The floor lowers
-	// the delayed-ACK ceiling with the RTO (the stock backend's route asks for quickack), so
-	// receivers acknowledge every segment instead of every other one; where the reverse
-	// direction carries data, twice its ACKs share the link with this direction's data. Planning
-	// a floored phase at C overflows the queue by the difference for as long as it lasts (3+5
-	// hosts, 100 Mbit/s, 20 packets, 64 KB: 0.64-0.81 of C with 0-19 timeouts per run against
-	// 0.91 and none; Documentation/models.md, "ACKs of a floored phase").
+	// C while the RTO floor is in place, where it is less (0: the same as C). A floor with
+	// quickack (the stock backend's route with `[rto] quickack`) makes receivers acknowledge
+	// every segment instead of every other one; where the reverse direction carries data, twice
+	// its ACKs share the link with this direction's data. Planning such a floored phase at C
+	// overflows the queue by the difference for as long as it lasts (3+5 hosts, 100 Mbit/s, 20
+	// packets, 64 KB: 0.64-0.81 of C with 0-19 timeouts per run against 0.91 and none;
+	// Documentation/models.md, "ACKs of a floored phase").
 	double floored_capacity_bps = 0;
 	double queue_bytes() const { return static_cast<double>(queue_packets) * static_cast<double>(mtu_bytes); }
 };

@@ -1,4 +1,4 @@
-// The route-metric actuator: a host route to the peer with a locked rto_min and quickack.
+// The route-metric actuator: a host route to the peer with a locked rto_min, and quickack if asked.
 //
 // Why a route: tcp_rto_min() takes RTAX_RTO_MIN from the socket's cached dst, and only if the
 // metric is locked (dst_metric_locked, bit 1 << RTAX_RTO_MIN of RTAX_LOCK); the value is in

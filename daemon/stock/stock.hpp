@@ -386,7 +386,7 @@ struct RouteSettings {
 	// RTAX_RTO_MIN, in milliseconds (the kernel's unit for this metric), always locked:
 	// tcp_rto_min() only honours a locked RTO_MIN. 1..120000 (TCP_RTO_MAX).
 	uint32_t rto_min_ms = 0;
-	bool quickack = true; // RTAX_QUICKACK 1: no delayed ACKs towards the peer
+	bool quickack = false; // RTAX_QUICKACK 1: no delayed ACKs towards the peer
 };
 
 // The route the kernel uses now to reach an address (RTM_GETROUTE), and what we need to

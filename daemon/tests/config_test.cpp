@@ -14,6 +14,7 @@ TEST(Config, EmptyFileMeansDefaults)
 	EXPECT_TRUE(c->pacing);
 	EXPECT_TRUE(c->rto);
 	EXPECT_EQ(c->rto_floor_us, 5000u);
+	EXPECT_FALSE(c->rto_quickack);
 	EXPECT_EQ(c->queue_packets, 40u);
 	EXPECT_TRUE(c->bottlenecks.empty());
 }
@@ -37,6 +38,7 @@ floor = "8ms"
 min = "2ms"
 max = "100ms"
 delack_max = "4ms"
+quickack = true
 [pacing]
 queue_packets = 100
 mtu = 9000
@@ -63,6 +65,7 @@ prefixes = ["10.1.0.0/24"]
 	EXPECT_FALSE(c->pacing);
 	EXPECT_EQ(c->rto_floor_us, 8000u);
 	EXPECT_EQ(*c->delack_max_us, 4000u);
+	EXPECT_TRUE(c->rto_quickack);
 	EXPECT_EQ(c->mtu, 9000u);
 	EXPECT_EQ(c->min_rate_bps, 10000000u);
 	ASSERT_EQ(c->links.size(), 1u);
@@ -103,6 +106,7 @@ INSTANTIATE_TEST_SUITE_P(
 		Bad{"MinAboveMax", "[rto]\nmin = \"50ms\"\nmax = \"10ms\"\nfloor=\"20ms\"", "min is above max"},
 		Bad{"FloorOutsideBounds", "[rto]\nmin = \"10ms\"\nfloor = \"5ms\"", "outside [rto.min, rto.max]"},
 		Bad{"BadBool", "[remedies]\npacing = \"yes\"", "remedies.pacing: must be true or false"},
+		Bad{"BadQuickack", "[rto]\nquickack = 1", "rto.quickack: must be true or false"},
 		Bad{"BadRate", "[[bottleneck]]\nname=\"a\"\ncapacity=\"fast\"\nprefixes=[\"10.0.0.0/8\"]",
 		    "bottleneck.capacity: not a valid value"},
 		Bad{"NoPrefixes", "[[bottleneck]]\nname=\"a\"\ncapacity=\"1gbit\"", "bottleneck.prefixes: required"},

@@ -713,18 +713,20 @@ TEST(ModelPlanner, PacedPhasesThatStallTakeTheFloorToo)
 	}
 }
 
-// A floor makes receivers acknowledge every segment (the stock backend's route asks for
-// quickack; the module lowers the delayed-ACK ceiling), so with data both ways the floored
-// plan leaves room for one ACK per segment, a = o / (mss + o), where the paced one leaves it
-// for one per two: the connections' rates and the host bucket's parts are C / (1 + a) based.
-// Planned at the paced plan's rates, floored phases overflowed the queue by the difference
-// (3+5 hosts, 100 Mbit/s, 20 packets, 64 KB: 0.64-0.81 of C against 0.91).
-TEST(ModelPlanner, AFlooredPhaseLeavesRoomForAnAckPerSegment)
+// A floor with `[rto] quickack` makes receivers acknowledge every segment (the stock backend's
+// route asks for quickack), so with data both ways the floored plan leaves room for one ACK per
+// segment, a = o / (mss + o), where the paced one leaves it for one per two: the connections'
+// rates and the host bucket's parts are C / (1 + a) based. Planned at the paced plan's rates,
+// such floored phases overflowed the queue by the difference (3+5 hosts, 100 Mbit/s, 20
+// packets, 64 KB: 0.64-0.81 of C against 0.91). Without quickack (the default) a floor leaves
+// the delayed ACKs' count as it is, and the floored plan keeps the paced plan's rates.
+void expect_floored_rates_for_acks(bool quickack)
 {
 	auto peers = cluster_peers();
 	const uint64_t m = 65536;
 	const hint::Header phase = alltoall(m, GAPPACE_HINT_ALGORITHM_LINEAR);
 	Config config = two_sided();
+	config.rto_quickack = quickack;
 	auto planner = model_planner(config);
 	Plan plan = planner->plan(phase, peers, config);
 	ASSERT_EQ(plan_kind(plan), models::PlanKind::Pace) << plan.reason;
@@ -739,16 +741,27 @@ TEST(ModelPlanner, AFlooredPhaseLeavesRoomForAnAckPerSegment)
 	const double n = 8.0 * 8.0;
 	const double q = std::floor(40 * config.queue_share) * 1500;
 	const double o = static_cast<double>(config.frame_overhead);
-	const double every_other = o / (2.0 * (config.mtu - 52.0 + o)), every = 2 * every_other;
+	const double every_other = o / (2.0 * (config.mtu - 52.0 + o));
+	const double floored = quickack ? 2 * every_other : every_other;
 	for (size_t i = 0; i < peers.size(); ++i) {
 		const bool crosses = peers[i].rank >= 8;
 		EXPECT_NEAR(static_cast<double>(paced.rate_bps[i]), 200e6 / (1.0 + every_other) * m / (n * m - q / 2), 1.0);
-		EXPECT_NEAR(static_cast<double>(plan.rate_bps[i]), 200e6 / (1.0 + every) * m / (n * m - q / 2), 1.0)
+		EXPECT_NEAR(static_cast<double>(plan.rate_bps[i]), 200e6 / (1.0 + floored) * m / (n * m - q / 2), 1.0)
 			<< "rank " << peers[i].rank << ": " << plan.reason;
 		EXPECT_NEAR(static_cast<double>(paced.bucket_bps[i]), crosses ? 200e6 / (1.0 + every_other) / n : 0.0, 1.0);
-		EXPECT_NEAR(static_cast<double>(plan.bucket_bps[i]), crosses ? 200e6 / (1.0 + every) / n : 0.0, 1.0)
+		EXPECT_NEAR(static_cast<double>(plan.bucket_bps[i]), crosses ? 200e6 / (1.0 + floored) / n : 0.0, 1.0)
 			<< "rank " << peers[i].rank;
 	}
+}
+
+TEST(ModelPlanner, AFlooredPhaseLeavesRoomForAnAckPerSegment) // with quickack
+{
+	expect_floored_rates_for_acks(true);
+}
+
+TEST(ModelPlanner, AFloorWithoutQuickackKeepsTheDelayedAcksShare)
+{
+	expect_floored_rates_for_acks(false);
 }
 
 // The loss check's presumption (models/loss_check.hpp, 6.): 64 flows of 800 B (51 KB) overflow

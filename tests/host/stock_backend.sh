@@ -143,8 +143,9 @@ orig=$(say pacing)
 phase=$(say begin alltoall 1048576 10.213.0.2 | awk '/^phase/{print $2}')
 check "begin accepted" test -n "$phase"
 sleep 0.3
-check "route with locked rto_min 5ms and quickack, proto 167" \
-	bash -c "ip -n $NSA route show 10.213.0.2 proto 167 | grep -q 'rto_min lock 5ms' && ip -n $NSA route show 10.213.0.2 proto 167 | grep -q 'quickack 1'"
+route=$(ip -n "$NSA" route show 10.213.0.2 proto 167)
+check "route with locked rto_min 5ms and no quickack (the default), proto 167: $route" \
+	bash -c "[[ '$route' == *'rto_min lock 5ms'* && '$route' != *quickack* ]]"
 during=$(say pacing)
 check "the client's socket is paced to 100mbit (12500000 B/s): $during" test "$during" = "pacing 12500000"
 ss_out=$(ip netns exec "$NSA" ss -tin dst 10.213.0.2) # -n: rates in bps, "current/cap"
@@ -236,6 +237,22 @@ check "scheduling: realtime_priority = 0 and SIGHUP: the normal scheduler ($(pol
 check "scheduling: shown as normal" test "$(show | jq -r .daemon.scheduling)" = "normal"
 cp "$TMP/good.toml" "$TMP/gappaced.toml"; kill -HUP "$DAEMON_PID"; sleep 0.3
 check "scheduling: back to SCHED_FIFO 10 on reload ($(policy_of "$DAEMON_PID"))" test "$(policy_of "$DAEMON_PID")" = "1 10"
+
+# ---- [rto] quickack = true: the floor's route asks for quickack too, and goes with the phase
+sed -e 's/^floor = "5ms"$/&\nquickack = true/' "$TMP/good.toml" >"$TMP/gappaced.toml"
+grep -q '^quickack = true$' "$TMP/gappaced.toml" || { echo "FAIL the quickack config was not written"; exit 1; }
+kill -HUP "$DAEMON_PID"; sleep 0.3
+phase=$(say begin alltoall 1048576 10.213.0.2 | awk '/^phase/{print $2}')
+sleep 0.3
+route=$(ip -n "$NSA" route show 10.213.0.2 proto 167)
+check "quickack = true: the route has rto_min lock 5ms and quickack 1: $route" \
+	bash -c "[[ '$route' == *'rto_min lock 5ms'* && '$route' == *'quickack 1'* ]]"
+check "quickack = true: gapctl daemon show says so" \
+	bash -c "$GAPCTL -j daemon show | jq -e '.settings[\"route 10.213.0.2\"] | test(\"quickack 1\")' >/dev/null"
+say end "$phase" >/dev/null
+sleep 0.3
+check "quickack = true: route gone after the phase" bash -c "[[ -z \$(ip -n $NSA route show 10.213.0.2 proto 167) ]]"
+cp "$TMP/good.toml" "$TMP/gappaced.toml"; kill -HUP "$DAEMON_PID"; sleep 0.3
 
 # ---- quiet advice: with the RTO remedy off, a phase whose burst fits the queue changes
 # nothing, so the daemon tells the client to skip alike phases for `quiet`; others still go

@@ -97,6 +97,21 @@ TEST_P(Routes, HostRouteWithLockedRtoMinAndQuickack)
 	EXPECT_EQ(again.error().err, ENOENT);
 }
 
+// Without quickack (the daemon's default, [rto] quickack), the route carries the locked
+// rto_min and no RTAX_QUICKACK: the peer's ACKs stay delayed, one per two segments.
+TEST_P(Routes, RtoMinWithoutQuickack)
+{
+	RouteActuator routes(*store_);
+	ASSERT_TRUE(routes.apply(pair_->far_address(family()), RouteSettings{5, false}));
+	const std::string shown = show_peer_routes();
+	EXPECT_NE(shown.find("rto_min lock 5ms"), std::string::npos) << shown;
+	EXPECT_EQ(shown.find("quickack"), std::string::npos) << shown;
+	ASSERT_EQ(store_->state().routes.size(), 1u);
+	EXPECT_FALSE(store_->state().routes[0].quickack);
+	ASSERT_TRUE(routes.revert(pair_->far_address(family())));
+	EXPECT_EQ(show_our_routes(), "");
+}
+
 TEST_P(Routes, ExistingConnectionPicksUpRtoMin)
 {
 	FarServer server(*pair_, family(), FarServer::Mode::echo);

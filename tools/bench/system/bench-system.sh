@@ -15,6 +15,7 @@
 #                   --seconds of wire time, at least 1; default 3)]
 # Environment: GP_BENCH_PACING_TOML, more keys for the daemons' [pacing] table (experiments);
 # GP_BENCH_DAEMON_TOML, more keys for their [daemon] table (linger = "500ms");
+# GP_BENCH_RTO_TOML, more keys for their [rto] table (quickack = true);
 # GP_BENCH_ALLTOALL_ARGS, more gp-alltoall options, split at spaces (--trace-iterations);
 # GP_BENCH_MPI_ENV, KEY=VALUE pairs for every MPI rank, split at spaces
 # (GAPPACE_SHIM_EAGER_LIMIT=0).
@@ -197,6 +198,7 @@ pacing = $DAEMON_PACING
 rto = $DAEMON_RTO
 [rto]
 floor = "${RTO_MS}ms"
+${GP_BENCH_RTO_TOML:-}
 [pacing]
 queue_packets = $QUEUE
 # The emulated bottleneck (tbf) counts Ethernet frames without FCS, preamble and gap: a

@@ -408,6 +408,37 @@ void Daemon::handle_hint(const nlmsghdr *nlh, bool from_kernel, std::optional<hi
 		recent_errors_.pop_front();
 }
 
+namespace {
+
+// The uid's established sockets that may be the peers' connections. Peers named by their
+// connections' tuples (as libgapctl names them) are looked up one by one, a hash lookup each;
+// a peer named by its address alone needs the whole table, whose dump walks every bucket of
+// the kernel's established hash (milliseconds of CPU on a large host).
+Expected<std::vector<stock::TcpSocket>> established_sockets_of(std::span<const hint::Peer> peers, uint32_t uid)
+{
+	const bool tuples = std::all_of(peers.begin(), peers.end(), [](const hint::Peer &p) {
+		return p.is_tuple() && p.local.family == p.remote.family && p.local.port && p.remote.port;
+	});
+	Expected<std::vector<stock::TcpSocket>> sockets = std::vector<stock::TcpSocket>{};
+	if (tuples) {
+		std::vector<stock::TcpSocket> wanted(peers.size());
+		for (size_t i = 0; i < peers.size(); ++i) {
+			wanted[i].local = peers[i].local;
+			wanted[i].remote = peers[i].remote;
+		}
+		sockets = stock::find_established_tcp(wanted);
+		if (sockets)
+			std::erase_if(*sockets, [&](const stock::TcpSocket &s) { return s.uid != uid; });
+	} else {
+		stock::SocketFilter filter;
+		filter.uid = uid;
+		sockets = stock::list_established_tcp(filter);
+	}
+	return sockets;
+}
+
+} // namespace
+
 // The sender's own sockets towards the peers: its uid's established connections that its fd
 // table holds. Nothing else is ever touched.
 std::vector<TargetSocket> Daemon::resolve_targets(PhaseRecord &r, Clock::time_point received)
@@ -422,9 +453,7 @@ std::vector<TargetSocket> Daemon::resolve_targets(PhaseRecord &r, Clock::time_po
 		++counters_.resolutions_cached;
 		return cached->second.targets;
 	}
-	stock::SocketFilter filter;
-	filter.uid = r.sender.uid;
-	auto sockets = stock::list_established_tcp(filter);
+	auto sockets = established_sockets_of(r.peers, r.sender.uid);
 	if (!sockets) {
 		r.errors.push_back("socket table: " + sockets.error().message);
 	} else {
@@ -553,7 +582,7 @@ void Daemon::begin_phase(hint::Hint h, bool from_kernel, Clock::time_point recei
 	backend_->apply(request, phase.applied, r.errors);
 	if (config_.linger_idle_ms && (phase.applied.paced || phase.applied.rto))
 		for (const TargetSocket &t : targets)
-			phase.inodes.push_back(t.socket.inode);
+			phase.watched.push_back(t.socket);
 	auto ns = [](auto d) { return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count()); };
 	r.resolve_ns = ns(resolve_ns);
 	r.backend_ns = ns(Clock::now() - planned_at);
@@ -632,11 +661,11 @@ void Daemon::end_phase(uint64_t pid, uint64_t phase_id, uint64_t duration_ns, co
 	}
 	Phase &phase = it->second;
 	std::vector<std::string> errors;
-	if (std::strcmp(why, "end") == 0 && (config_.linger_ms || !phase.inodes.empty()) &&
+	if (std::strcmp(why, "end") == 0 && (config_.linger_ms || !phase.watched.empty()) &&
 	    (phase.applied.paced || phase.applied.rto)) {
 		const auto until = Clock::now() + std::chrono::milliseconds(config_.linger_ms);
 		lingering_.push_back({pid, std::move(phase.applied), until,
-				      until + std::chrono::milliseconds(config_.linger_idle_ms), std::move(phase.inodes), {}});
+				      until + std::chrono::milliseconds(config_.linger_idle_ms), std::move(phase.watched), {}});
 	} else
 		backend_->revert(phase.applied, errors);
 	counters_.apply_errors += errors.size();
@@ -676,13 +705,14 @@ namespace {
 
 // Whether a lingering phase's connections carried nothing new since the first check (which
 // only takes the baseline). A socket gone, or unreadable, counts as not idle.
-bool still_idle(std::map<uint64_t, uint64_t> &baseline, std::span<const uint64_t> inodes,
+bool still_idle(std::map<uint64_t, uint64_t> &baseline, std::span<const stock::TcpSocket> watched,
 		const Expected<std::map<uint64_t, uint64_t>> &now)
 {
 	if (!now)
 		return false;
 	const bool first = baseline.empty();
-	for (uint64_t inode : inodes) {
+	for (const stock::TcpSocket &socket : watched) {
+		const uint64_t inode = socket.inode;
 		const auto it = now->find(inode);
 		if (it == now->end())
 			return false;
@@ -704,10 +734,15 @@ void Daemon::release_lingering(std::optional<uint64_t> pid, bool expired_only)
 	std::optional<Expected<std::map<uint64_t, uint64_t>>> written;
 	auto written_now = [&]() -> const Expected<std::map<uint64_t, uint64_t>> & {
 		if (!written) {
-			std::vector<uint64_t> inodes;
+			// Back-to-back phases of a rank linger on the same sockets: each is looked up once.
+			std::map<uint64_t, stock::TcpSocket> sockets;
 			for (const Lingering &l : lingering_)
-				inodes.insert(inodes.end(), l.inodes.begin(), l.inodes.end());
-			written = stock::written_bytes(inodes);
+				for (const stock::TcpSocket &s : l.watched)
+					sockets.emplace(s.inode, s);
+			std::vector<stock::TcpSocket> unique;
+			for (const auto &[inode, s] : sockets)
+				unique.push_back(s);
+			written = stock::written_bytes(unique);
 			if (!*written)
 				log(LOG_WARNING, "linger_idle: " + written->error().message);
 		}
@@ -715,8 +750,8 @@ void Daemon::release_lingering(std::optional<uint64_t> pid, bool expired_only)
 	};
 	for (auto it = lingering_.begin(); it != lingering_.end();) {
 		if ((pid && it->pid != *pid) || (expired_only && now < it->until) ||
-		    (expired_only && now < it->idle_until && !it->inodes.empty() &&
-		     still_idle(it->written, it->inodes, written_now()))) {
+		    (expired_only && now < it->idle_until && !it->watched.empty() &&
+		     still_idle(it->written, it->watched, written_now()))) {
 			++it;
 			continue;
 		}

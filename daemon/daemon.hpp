@@ -122,7 +122,7 @@ private:
 		PhaseRecord record;
 		Applied applied;
 		std::chrono::steady_clock::time_point deadline;
-		std::vector<uint64_t> inodes;	// the sockets it applied to (for linger_idle)
+		std::vector<stock::TcpSocket> watched;	// the sockets it applied to (for linger_idle)
 	};
 
 	Options options_;
@@ -146,9 +146,9 @@ private:
 		Applied applied;
 		std::chrono::steady_clock::time_point until;
 		// linger_idle: kept past `until`, up to `idle_until`, while what the application has
-		// written on `inodes` stays as it was at the first check after `until`.
+		// written on `watched` stays as it was at the first check after `until`.
 		std::chrono::steady_clock::time_point idle_until;
-		std::vector<uint64_t> inodes;
+		std::vector<stock::TcpSocket> watched;
 		std::map<uint64_t, uint64_t> written;	// empty until that first check
 	};
 	std::vector<Lingering> lingering_;

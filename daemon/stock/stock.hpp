@@ -57,11 +57,19 @@ struct SocketFilter {
 // process holds them, so nothing can be applied to them.
 Expected<std::vector<TcpSocket>> list_established_tcp(const SocketFilter &filter = {});
 
-// What the application has written on each of these established TCP sockets, by inode: the
-// bytes acknowledged (tcpi_bytes_acked) plus those still in the write queue. It stays put while
-// data already written is sent and acknowledged, and grows only with new writes. Sockets not
-// found (closed, or no longer established) are absent from the result.
-Expected<std::map<uint64_t, uint64_t>> written_bytes(std::span<const uint64_t> inodes);
+// The established TCP sockets with these 4-tuples (`local` and `remote` of each; IPv4 ones
+// also find dual-stack sockets' IPv4 connections), each found by sock_diag's exact lookup: a
+// hash lookup per tuple, where list_established_tcp() walks the kernel's whole established hash
+// (shared by all namespaces; milliseconds of CPU on a large host, however few its sockets).
+// Tuples without an established socket, or whose socket has no inode, are left out.
+Expected<std::vector<TcpSocket>> find_established_tcp(std::span<const TcpSocket> tuples);
+
+// What the application has written on each of these established TCP sockets (found by their
+// 4-tuples, as find_established_tcp does, and kept only if the inode is still theirs), by
+// inode: the bytes acknowledged (tcpi_bytes_acked) plus those still in the write queue. It
+// stays put while data already written is sent and acknowledged, and grows only with new
+// writes. Sockets not found (closed, or no longer established) are absent from the result.
+Expected<std::map<uint64_t, uint64_t>> written_bytes(std::span<const TcpSocket> sockets);
 
 // A socket a process holds, and the fd number it holds it under.
 struct ProcessSocket {

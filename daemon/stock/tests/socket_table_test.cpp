@@ -107,6 +107,33 @@ TEST_P(SocketTable, FindsTheConnectionWithItsOwnerAndInode)
 	ASSERT_TRUE(sockets);
 	EXPECT_TRUE(sockets->empty());
 
+	// The same socket by its 4-tuple (sock_diag's exact lookup); another tuple finds nothing.
+	sockets = list_established_tcp(by_owner);
+	ASSERT_TRUE(sockets);
+	ASSERT_EQ(sockets->size(), 1u);
+	const TcpSocket own = sockets->front();
+	TcpSocket tuples[2];
+	tuples[0].local = own.local;
+	tuples[0].remote = own.remote;
+	tuples[1] = tuples[0];
+	tuples[1].remote.port = static_cast<uint16_t>(server.endpoint().port + 1);
+	auto found = find_established_tcp(tuples);
+	ASSERT_TRUE(found) << found.error().message;
+	ASSERT_EQ(found->size(), 1u) << "the second tuple is nobody's";
+	EXPECT_EQ(found->front().inode, client->inode());
+	EXPECT_EQ(found->front().uid, kOwner);
+	EXPECT_EQ(found->front().socket_family, family);
+	EXPECT_EQ(found->front().local, own.local);
+	EXPECT_EQ(found->front().remote, own.remote);
+	EXPECT_TRUE(find_established_tcp({})->empty());
+	TcpSocket mixed;
+	mixed.local = pair_->near_address(AF_INET);
+	mixed.remote = pair_->far_address(AF_INET6);
+	auto refused = find_established_tcp({&mixed, 1});
+	ASSERT_FALSE(refused);
+	EXPECT_EQ(refused.error().err, EINVAL);
+	EXPECT_NE(refused.error().message.find("not an IPv4 or IPv6 tuple"), std::string::npos) << refused.error().message;
+
 	// Which fd the process holds it under.
 	const uint64_t wanted[] = {client->inode()};
 	auto held = process_sockets(client->pid(), wanted);
@@ -150,6 +177,14 @@ TEST(SocketTableNamespaces, DualStackPeersAreReportedAsIPv4)
 	EXPECT_EQ(in_far->front().remote.family, AF_INET);
 	EXPECT_EQ(in_far->front().local.family, AF_INET);
 	EXPECT_EQ(in_far->front().inode, st.st_ino);
+	// Its IPv4 tuple finds it by exact lookup too: it is hashed by its IPv4 addresses.
+	Expected<std::vector<TcpSocket>> by_tuple = make_error(EINVAL, "not run");
+	testing::in_netns(pair->far_fd(), [&] { by_tuple = find_established_tcp({&in_far->front(), 1}); });
+	ASSERT_TRUE(by_tuple) << by_tuple.error().message;
+	ASSERT_EQ(by_tuple->size(), 1u);
+	EXPECT_EQ(by_tuple->front().inode, st.st_ino);
+	EXPECT_EQ(by_tuple->front().socket_family, AF_INET6);
+	EXPECT_EQ(by_tuple->front().remote, in_far->front().remote);
 }
 
 // written_bytes: what the application wrote, whether sent, acknowledged or still queued; it
@@ -166,12 +201,22 @@ TEST(SocketTableNamespaces, WrittenBytesGrowWithWritesOnly)
 	const int accepted = far.accepted.get();
 	struct stat st {};
 	fstat(accepted, &st);
-	const uint64_t inodes[] = {st.st_ino, st.st_ino + 1000000};
+	Expected<std::vector<TcpSocket>> in_far = make_error(EINVAL, "not run");
+	testing::in_netns(pair->far_fd(), [&] { in_far = list_established_tcp(); });
+	ASSERT_TRUE(in_far) << in_far.error().message;
+	ASSERT_EQ(in_far->size(), 1u);
+	ASSERT_EQ(in_far->front().inode, st.st_ino);
+	// The socket; its tuple under another inode (a socket that has since taken the tuple is
+	// not the one watched); a tuple nobody has.
+	TcpSocket watched[3] = {in_far->front(), in_far->front(), in_far->front()};
+	watched[1].inode = st.st_ino + 1000000;
+	watched[2].remote.port = static_cast<uint16_t>(watched[2].remote.port + 1);
+	watched[2].inode = st.st_ino + 2000000;
 	auto written = [&] {
 		Expected<std::map<uint64_t, uint64_t>> out = make_error(EINVAL, "not run");
-		testing::in_netns(pair->far_fd(), [&] { out = written_bytes(inodes); });
+		testing::in_netns(pair->far_fd(), [&] { out = written_bytes(watched); });
 		EXPECT_TRUE(out) << out.error().message;
-		EXPECT_EQ(out->count(st.st_ino + 1000000), 0u) << "an inode that is no socket is absent";
+		EXPECT_EQ(out->size(), 1u) << "another inode's tuple and nobody's tuple are absent";
 		return out ? out->at(st.st_ino) : uint64_t{0};
 	};
 	const uint64_t before = written();

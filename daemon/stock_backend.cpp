@@ -323,7 +323,7 @@ private:
 				caps.push_back({j.socket, own_cap(r, *j.socket)});
 				continue;
 			}
-			if (auto done = pacing_.steer(r.pid, j.socket->socket.inode, stock::kShaperSteering, j.socket->fd_in_process);
+			if (auto done = pacing_.steer(r.pid, j.socket->socket.inode, j.socket->fd_in_process);
 			    !done) {
 				errors.push_back("steer " + format_endpoint(j.socket->socket.local) + "->" +
 						 format_endpoint(j.socket->socket.remote) + ": " + done.error().message);

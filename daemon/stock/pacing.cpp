@@ -72,16 +72,31 @@ Expected<std::optional<UniqueFd>> try_fd(int pidfd, int fd, pid_t pid, uint64_t 
 	return std::optional<UniqueFd>(std::move(duplicate));
 }
 
-// What a record says the socket had before us: its rate, and its priority if we steered it.
-Expected<void> restore_socket(int socket, const PacingRecord &record)
+// The priority the socket had before we steered it, put back unless its process has set one
+// of its own since: that is its choice now, and stays (the last writer wins, as without us).
+Expected<void> unsteer_socket(int socket, uint32_t original)
 {
-	if (record.original_priority) {
-		if (auto set = set_priority(socket, *record.original_priority); !set)
-			return set.error();
+	auto now = get_priority(socket);
+	if (!now)
+		return now.error();
+	if (*now != kShaperSteering)
+		return {};
+	return set_priority(socket, original);
+}
+
+// The rate the socket had before us, put back if it still has `ours`; with nullopt, whatever
+// it has (a record read back after a crash may hold an older cap than the last one we set:
+// the file is rewritten lazily when only the cap changes).
+Expected<void> uncap_socket(int socket, uint64_t original, std::optional<uint64_t> ours)
+{
+	if (ours) {
+		auto now = get_max_pacing_rate(socket);
+		if (!now)
+			return now.error();
+		if (*now != *ours)
+			return {};
 	}
-	if (!record.applied_bytes_per_second && record.original_priority)
-		return {}; // only steered: the rate is the socket's own
-	return set_max_pacing_rate(socket, record.original_bytes_per_second);
+	return set_max_pacing_rate(socket, original);
 }
 
 // The original rate of a record, put back on its socket.
@@ -93,7 +108,13 @@ Expected<detail::Undone> put_back(const PacingRecord &record)
 			return detail::Undone::gone;
 		return borrowed.error();
 	}
-	if (auto set = restore_socket(borrowed->socket.get(), record); !set)
+	const int socket = borrowed->socket.get();
+	Expected<void> set;
+	if (record.original_priority)
+		set = unsteer_socket(socket, *record.original_priority);
+	if (set && (record.applied_bytes_per_second || !record.original_priority))
+		set = uncap_socket(socket, record.original_bytes_per_second, std::nullopt);
+	if (!set)
 		return detail::with_context(set.error(), socket_name(record.pid, record.inode));
 	return detail::Undone::reverted;
 }
@@ -234,16 +255,15 @@ Expected<void> PacingActuator::apply(pid_t pid, uint64_t inode, uint64_t bits_pe
 	auto bytes_per_second = pacing_bytes_per_second(bits_per_second);
 	if (!bytes_per_second)
 		return bytes_per_second.error();
-	return change(pid, inode, fd_hint, *bytes_per_second, std::nullopt);
+	return change(pid, inode, fd_hint, *bytes_per_second);
 }
 
-Expected<void> PacingActuator::steer(pid_t pid, uint64_t inode, uint32_t priority, int fd_hint)
+Expected<void> PacingActuator::steer(pid_t pid, uint64_t inode, int fd_hint)
 {
-	return change(pid, inode, fd_hint, std::nullopt, priority);
+	return change(pid, inode, fd_hint, std::nullopt);
 }
 
-Expected<void> PacingActuator::change(pid_t pid, uint64_t inode, int fd_hint, std::optional<uint64_t> bytes_per_second,
-				      std::optional<uint32_t> priority)
+Expected<void> PacingActuator::change(pid_t pid, uint64_t inode, int fd_hint, std::optional<uint64_t> bytes_per_second)
 {
 	if (inode == 0)
 		return make_error(EINVAL, "invalid socket inode 0");
@@ -274,14 +294,15 @@ Expected<void> PacingActuator::change(pid_t pid, uint64_t inode, int fd_hint, st
 		record.inode = inode;
 		record.original_bytes_per_second = *original;
 	}
-	if (priority && !record.original_priority) {
+	const bool steering = !bytes_per_second;
+	if (steering && !record.original_priority) {
 		auto original = get_priority(socket);
 		if (!original)
 			return detail::with_context(original.error(), socket_name(pid, inode));
 		// A priority its process set is not ours to borrow: it may pick the frames' VLAN
 		// priority (the device's egress map) or a band of the device's qdisc, for as long as
 		// the phase lasts. Such a socket keeps its own cap instead.
-		if (*original != 0 && *original != *priority)
+		if (*original != 0 && *original != kShaperSteering)
 			return make_error(EBUSY, socket_name(pid, inode) + ": SO_PRIORITY " + std::to_string(*original) +
 							 " is its process's (a VLAN priority or a qdisc band): not steered");
 		record.original_priority = *original;
@@ -297,7 +318,7 @@ Expected<void> PacingActuator::change(pid_t pid, uint64_t inode, int fd_hint, st
 	} else if (auto saved = store_.put(record); !saved) {
 		return saved.error();
 	}
-	auto set = bytes_per_second ? set_max_pacing_rate(socket, *bytes_per_second) : set_priority(socket, *priority);
+	auto set = steering ? set_priority(socket, kShaperSteering) : set_max_pacing_rate(socket, *bytes_per_second);
 	if (!set) {
 		// The socket kept its setting: the record must say what is true again.
 		if (previous)
@@ -340,12 +361,15 @@ Expected<void> PacingActuator::undo(pid_t pid, uint64_t inode, bool rate, bool p
 	const bool keeps = (capped && !undo_rate) || (steered && !undo_priority);
 	if (keeps && !undo_rate && !undo_priority)
 		return {};
+	// The daemon knows the cap it set last: a socket whose process changed it since keeps its own.
 	auto restore = [&](int socket) -> Expected<void> {
-		if (!keeps)
-			return restore_socket(socket, record);
-		if (undo_priority)
-			return set_priority(socket, *record.original_priority);
-		return set_max_pacing_rate(socket, record.original_bytes_per_second);
+		if (undo_priority) {
+			if (auto set = unsteer_socket(socket, *record.original_priority); !set)
+				return set;
+		}
+		if (undo_rate)
+			return uncap_socket(socket, record.original_bytes_per_second, record.applied_bytes_per_second);
+		return {};
 	};
 	Expected<detail::Undone> undone = detail::Undone::gone;
 	auto handle = processes_.find(pid);

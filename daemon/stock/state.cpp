@@ -585,12 +585,12 @@ Expected<RestoreReport> restore_from_state(const std::string &path)
 									    std::to_string(loaded->netns_inode) +
 									    ", not this one: left alone"));
 			remaining.original_tso_rtt_log = loaded->original_tso_rtt_log;
-		} else if (auto put_back = write_sysctl_u32(TsoSizing::kSysctlPath, *loaded->original_tso_rtt_log);
-			   !put_back && put_back.error().err != ENOENT) {
+		} else if (auto put_back = put_back_tso_rtt_log(TsoSizing::kSysctlPath, *loaded->original_tso_rtt_log);
+			   !put_back) {
 			report.failures.push_back(put_back.error());
 			remaining.original_tso_rtt_log = loaded->original_tso_rtt_log;
 		} else {
-			report.tso_rtt_log_restored = static_cast<bool>(put_back);
+			report.tso_rtt_log_restored = *put_back;
 		}
 	}
 	if (auto written = write_state_file(path, remaining); !written)

@@ -236,12 +236,13 @@ public:
 	// `fd_hint`: the fd the process holds it under, if the caller knows (saves a scan of
 	// /proc/PID/fd; checked like any other candidate).
 	Expected<void> apply(pid_t pid, uint64_t inode, uint64_t bits_per_second, int fd_hint = -1);
-	// Steers the socket into a host shaper: SO_PRIORITY = `priority` (kShaperSteering). The
-	// first change to a socket records its current priority as the original. EBUSY, nothing
-	// changed, for a socket whose process set a priority of its own (not 0).
-	Expected<void> steer(pid_t pid, uint64_t inode, uint32_t priority, int fd_hint = -1);
+	// Steers the socket into a host shaper: SO_PRIORITY = kShaperSteering. The first change
+	// to a socket records its current priority as the original. EBUSY, nothing changed, for
+	// a socket whose process set a priority of its own (not 0).
+	Expected<void> steer(pid_t pid, uint64_t inode, int fd_hint = -1);
 	// Puts the original rate (and priority, if steered) back. A socket or process that is
-	// gone counts as reverted. ENOENT if we never applied anything to that socket.
+	// gone counts as reverted. A setting the socket's process changed since we made ours is
+	// its own and stays. ENOENT if we never applied anything to that socket.
 	Expected<void> revert(pid_t pid, uint64_t inode);
 	// Half of revert(), for a socket both capped and steered (by overlapping phases): the
 	// original rate, or the original priority, goes back and the other setting stays.
@@ -252,9 +253,9 @@ public:
 
 private:
 	Expected<void> undo(pid_t pid, uint64_t inode, bool rate, bool priority);
-	// Records the socket's original settings (first change only), then makes the change.
-	Expected<void> change(pid_t pid, uint64_t inode, int fd_hint, std::optional<uint64_t> bytes_per_second,
-			      std::optional<uint32_t> priority);
+	// Records the socket's original settings (first change only), then makes the change: the
+	// cap `bytes_per_second`, or with nullopt, the steering.
+	Expected<void> change(pid_t pid, uint64_t inode, int fd_hint, std::optional<uint64_t> bytes_per_second);
 
 	// An open pidfd per process we change sockets of, with the start time checked when it
 	// was opened: a pidfd keeps naming that process, so later changes need neither a new
@@ -365,7 +366,7 @@ public:
 	static constexpr const char *kSysctlPath = "/proc/sys/net/ipv4/tcp_tso_rtt_log";
 	// Sets tcp_tso_rtt_log to 0, recording the value before (idempotent).
 	Expected<void> engage();
-	// Puts the recorded value back (idempotent).
+	// Puts the recorded value back unless the sysctl was changed since (idempotent).
 	Expected<void> release();
 	// The value before engage() while engaged; nullopt otherwise (also where the kernel has
 	// no such sysctl).
@@ -377,6 +378,11 @@ private:
 	bool engaged_ = false;
 	std::optional<uint32_t> original_;
 };
+
+// tcp_tso_rtt_log (at `path`) back to `original` if it still holds the 0 we set: a value
+// written since is its writer's (an administrator's, another tool's) and stays. true if put
+// back; false if left alone, or where the kernel has no such sysctl.
+Expected<bool> put_back_tso_rtt_log(const std::string &path, uint32_t original);
 
 // The value of a sysctl file holding one unsigned integer (/proc/sys/...).
 Expected<uint32_t> read_sysctl_u32(const std::string &path);

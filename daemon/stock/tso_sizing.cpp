@@ -40,6 +40,18 @@ Expected<void> write_sysctl_u32(const std::string &path, uint32_t value)
 	return {};
 }
 
+Expected<bool> put_back_tso_rtt_log(const std::string &path, uint32_t original)
+{
+	auto now = read_sysctl_u32(path);
+	if (!now)
+		return now.error().err == ENOENT ? Expected<bool>(false) : Expected<bool>(now.error());
+	if (*now != 0)
+		return false; // written since we set 0: its writer's now
+	if (auto put = write_sysctl_u32(path, original); !put)
+		return put.error().err == ENOENT ? Expected<bool>(false) : Expected<bool>(put.error());
+	return true;
+}
+
 Expected<void> TsoSizing::engage()
 {
 	if (engaged_)
@@ -71,8 +83,8 @@ Expected<void> TsoSizing::release()
 	if (!engaged_)
 		return {};
 	if (original_) {
-		if (auto put_back = write_sysctl_u32(path_, *original_); !put_back && put_back.error().err != ENOENT)
-			return put_back; // still engaged: the next release tries again
+		if (auto put_back = put_back_tso_rtt_log(path_, *original_); !put_back)
+			return put_back.error(); // still engaged: the next release tries again
 		original_.reset();
 	}
 	engaged_ = false;

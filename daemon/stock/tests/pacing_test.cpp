@@ -116,6 +116,38 @@ TEST_P(Pacing, ApplyingAgainKeepsTheFirstOriginal)
 	EXPECT_EQ(client->pacing_rate_seen_by_owner(), kUnlimitedPacingRate);
 }
 
+TEST_P(Pacing, SettingsItsProcessChangedSinceAreLeftAlone)
+{
+	const int family = GetParam();
+	FarServer server(*pair_, family, FarServer::Mode::sink);
+	std::string error;
+	auto client = ClientProcess::start(server.endpoint(), ClientProcess::Mode::idle, std::nullopt, error);
+	ASSERT_TRUE(client) << error;
+	PacingActuator pacing(*store_);
+	ASSERT_TRUE(pacing.apply(client->pid(), client->inode(), kPacedBitsPerSecond));
+	ASSERT_TRUE(pacing.steer(client->pid(), client->inode()));
+	{
+		// The application sets a cap and a priority of its own while ours are on (a
+		// duplicate is the same socket as its fd).
+		auto own = duplicate_process_socket(client->pid(), client->inode());
+		ASSERT_TRUE(own) << own.error().message;
+		ASSERT_TRUE(set_max_pacing_rate(own->socket.get(), 3'000'000));
+		ASSERT_TRUE(set_priority(own->socket.get(), 5));
+	}
+	auto reverted = pacing.revert(client->pid(), client->inode());
+	ASSERT_TRUE(reverted) << reverted.error().message;
+	EXPECT_EQ(client->pacing_rate_seen_by_owner(), 3'000'000u) << "its own cap, not the one from before ours";
+	auto own = duplicate_process_socket(client->pid(), client->inode());
+	ASSERT_TRUE(own) << own.error().message;
+	EXPECT_EQ(*get_priority(own->socket.get()), 5u);
+	EXPECT_TRUE(store_->state().pacing.empty()) << "nothing of ours is left to undo";
+
+	// Unchanged settings go back as before: ours are undone to the process's 3 MB/s and 5.
+	ASSERT_TRUE(pacing.apply(client->pid(), client->inode(), kPacedBitsPerSecond));
+	ASSERT_TRUE(pacing.revert(client->pid(), client->inode()));
+	EXPECT_EQ(client->pacing_rate_seen_by_owner(), 3'000'000u);
+}
+
 TEST_P(Pacing, RevertOfAGoneProcessSucceeds)
 {
 	const int family = GetParam();

@@ -77,7 +77,7 @@ TEST_P(Shaper, ShapesSteeredSocketsOnlyAndRemovesItself)
 	const double unsteered = testing::measure_rate(server, 1000ms);
 
 	PacingActuator sockets(*store_);
-	auto steered = sockets.steer(client->pid(), client->inode(), kShaperSteering);
+	auto steered = sockets.steer(client->pid(), client->inode());
 	ASSERT_TRUE(steered) << steered.error().message;
 	EXPECT_EQ(priority_of(client->pid(), client->inode()), kShaperSteering);
 	ASSERT_EQ(store_->state().pacing.size(), 1u);
@@ -166,9 +166,9 @@ TEST_P(Shaper, AKilledDaemonsShaperAndSteeringAreUndone)
 		ShaperActuator shaper;
 		ASSERT_TRUE(shaper.set(ifindex_, kShaped));
 		PacingActuator sockets(*store);
-		ASSERT_TRUE(sockets.steer(client->pid(), client->inode(), kShaperSteering));
+		ASSERT_TRUE(sockets.steer(client->pid(), client->inode()));
 		// Steering again keeps the first original.
-		ASSERT_TRUE(sockets.steer(client->pid(), client->inode(), kShaperSteering));
+		ASSERT_TRUE(sockets.steer(client->pid(), client->inode()));
 		ASSERT_EQ(store->state().pacing.size(), 1u);
 		EXPECT_EQ(store->state().pacing[0].original_priority, 0u);
 		// The daemon dies here: nothing is reverted.
@@ -218,7 +218,7 @@ TEST_P(Shaper, ASocketWithItsOwnPriorityIsNotSteered)
 		ASSERT_TRUE(set_priority(borrowed->socket.get(), 5)); // the process's own choice
 	}
 	PacingActuator sockets(*store_);
-	auto steered = sockets.steer(client->pid(), client->inode(), kShaperSteering);
+	auto steered = sockets.steer(client->pid(), client->inode());
 	ASSERT_FALSE(steered);
 	EXPECT_EQ(steered.error().err, EBUSY);
 	EXPECT_NE(steered.error().message.find("SO_PRIORITY 5"), std::string::npos) << steered.error().message;

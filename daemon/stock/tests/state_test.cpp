@@ -410,6 +410,27 @@ TEST_F(TsoSizingTest, SetsZeroRecordsTheValueBeforeAndPutsItBack)
 	EXPECT_EQ(sysctl_text(), "9\n");
 }
 
+TEST_F(TsoSizingTest, AValueWrittenSinceIsLeftAlone)
+{
+	set_sysctl("9\n");
+	TsoSizing sizing(*store_, sysctl_);
+	ASSERT_TRUE(sizing.engage());
+	set_sysctl("3\n"); // an administrator's, while ours was on
+	ASSERT_TRUE(sizing.release());
+	EXPECT_EQ(sysctl_text(), "3\n") << "not the 9 from before ours";
+	EXPECT_FALSE(sizing.original());
+	EXPECT_FALSE(store_->state().original_tso_rtt_log) << "nothing of ours is left to undo";
+
+	set_sysctl("0\n");
+	auto untouched = put_back_tso_rtt_log(sysctl_, 9);
+	ASSERT_TRUE(untouched);
+	EXPECT_TRUE(*untouched) << "our 0 goes back";
+	EXPECT_EQ(sysctl_text(), "9\n");
+	auto absent = put_back_tso_rtt_log(dir_.path() + "/no-such-sysctl", 9);
+	ASSERT_TRUE(absent);
+	EXPECT_FALSE(*absent);
+}
+
 TEST_F(TsoSizingTest, NothingToRecordWhereItIsZeroOrAbsent)
 {
 	set_sysctl("0\n");

@@ -58,7 +58,9 @@ bash "$HERE/bench-system.sh" --build "$BUILD" --out "$out" --topologies 4+4 --si
 }
 echo
 jq -r -s '
-	def row: "\(.msg / 1024 | floor) KB  \(.variant | . + " " * (10 - length))  \(.result.fraction_of_capacity * 100 | round)% of capacity   \(.result.tcp.TCPTimeouts) retransmission timeouts   iteration p99 \(.result.iteration_us.p99 / 1000 * 10 | round / 10) ms";
+	def pad(n): . + " " * (n - length);
+	def lpad(n): " " * (n - length) + .;
+	def row: "\("\(.msg / 1024 | floor) KB" | pad(9))\(.variant | pad(10))\("\(.result.fraction_of_capacity * 100 | round)%" | lpad(6)) of capacity  \("\(.result.tcp.TCPTimeouts)" | lpad(5)) retransmission timeouts  iteration p99 \("\(.result.iteration_us.p99 / 1000 * 10 | round / 10)" | lpad(6)) ms";
 	"message  variant     result", (.[] | row)' "$out/runs.jsonl"
 echo
 echo "demo: done in $(($(date +%s) - started)) s; every run: $out/runs.jsonl; the full benchmark: make bench-system"

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <set>
 #include <string>
 
 #include "internal.hpp"
@@ -34,6 +35,17 @@ using detail::system_error;
 std::string socket_name(pid_t pid, uint64_t inode)
 {
 	return "socket " + std::to_string(inode) + " of process " + std::to_string(pid);
+}
+
+// An address as getsockname() and getpeername() give it (AF_INET or AF_INET6).
+Endpoint endpoint_of(const sockaddr_storage &address)
+{
+	if (address.ss_family == AF_INET6) {
+		const auto *in6 = reinterpret_cast<const sockaddr_in6 *>(&address);
+		return make_endpoint(AF_INET6, &in6->sin6_addr, ntohs(in6->sin6_port));
+	}
+	const auto *in = reinterpret_cast<const sockaddr_in *>(&address);
+	return make_endpoint(AF_INET, &in->sin_addr, ntohs(in->sin_port));
 }
 
 // Is `fd` (ours) the socket `inode`?
@@ -183,6 +195,49 @@ Expected<BorrowedSocket> duplicate_process_socket(pid_t pid, uint64_t inode, std
 			return make_error(ESRCH, "pid " + std::to_string(pid) + " now names another process");
 	}
 	return borrow_socket(pidfd->get(), pid, inode, fd_hint);
+}
+
+Expected<std::vector<TcpSocket>> process_tcp_tuples(pid_t pid)
+{
+	if (pid <= 0)
+		return make_error(EINVAL, "invalid pid " + std::to_string(pid));
+	auto pidfd = open_pidfd(pid);
+	if (!pidfd)
+		return pidfd.error();
+	auto held = process_sockets(pid);
+	if (!held)
+		return held.error();
+	std::vector<TcpSocket> out;
+	std::set<uint64_t> seen; // a socket held under several fds is one connection
+	for (const ProcessSocket &candidate : *held) {
+		if (!seen.insert(candidate.inode).second)
+			continue;
+		auto duplicate = try_fd(pidfd->get(), candidate.fd, pid, candidate.inode);
+		if (!duplicate)
+			return duplicate.error();
+		if (!*duplicate)
+			continue; // closed since the scan
+		const int socket = (*duplicate)->get();
+		int domain = 0, protocol = 0;
+		socklen_t len = sizeof(domain);
+		if (getsockopt(socket, SOL_SOCKET, SO_DOMAIN, &domain, &len) < 0 || (domain != AF_INET && domain != AF_INET6))
+			continue;
+		len = sizeof(protocol);
+		if (getsockopt(socket, SOL_SOCKET, SO_PROTOCOL, &protocol, &len) < 0 || protocol != IPPROTO_TCP)
+			continue;
+		sockaddr_storage local{}, remote{};
+		socklen_t local_len = sizeof(local), remote_len = sizeof(remote);
+		if (getsockname(socket, reinterpret_cast<sockaddr *>(&local), &local_len) < 0 ||
+		    getpeername(socket, reinterpret_cast<sockaddr *>(&remote), &remote_len) < 0)
+			continue; // a listener, or not connected (ENOTCONN)
+		TcpSocket tuple;
+		tuple.socket_family = domain;
+		tuple.local = detail::unmapped(endpoint_of(local));
+		tuple.remote = detail::unmapped(endpoint_of(remote));
+		tuple.inode = candidate.inode;
+		out.push_back(tuple);
+	}
+	return out;
 }
 
 Expected<uint64_t> get_max_pacing_rate(int socket_fd)

@@ -23,16 +23,7 @@ namespace gp::stock {
 namespace {
 
 using detail::system_error;
-
-// The kernel reports IPv4 peers of dual-stack sockets as ::ffff:a.b.c.d; the rest of the
-// daemon (routes, filters) speaks of them as IPv4.
-Endpoint unmapped(const Endpoint &endpoint)
-{
-	static constexpr uint8_t kMappedPrefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-	if (endpoint.family != AF_INET6 || std::memcmp(endpoint.address.data(), kMappedPrefix, 12) != 0)
-		return endpoint;
-	return make_endpoint(AF_INET, endpoint.address.data() + 12, endpoint.port);
-}
+using detail::unmapped;
 
 bool matches(const TcpSocket &socket, const SocketFilter &filter)
 {

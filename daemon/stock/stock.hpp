@@ -82,6 +82,13 @@ struct ProcessSocket {
 // once per fd. ESRCH if the process does not exist.
 Expected<std::vector<ProcessSocket>> process_sockets(pid_t pid, std::span<const uint64_t> inodes = {});
 
+// The connected TCP sockets `pid` holds, as tuples for find_established_tcp() (local and
+// remote, IPv4-mapped addresses as IPv4; socket_family and inode set, uid not): each socket in
+// its fd table duplicated (pidfd_getfd) for getsockname and getpeername. A process's
+// connections without a dump, which walks the kernel's whole established hash. ESRCH if the
+// process does not exist.
+Expected<std::vector<TcpSocket>> process_tcp_tuples(pid_t pid);
+
 // The start time of a process (field 22 of /proc/PID/stat, in clock ticks since boot):
 // with the pid, it names a process even after the pid was reused.
 Expected<uint64_t> process_start_time(pid_t pid);

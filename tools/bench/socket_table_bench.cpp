@@ -9,6 +9,9 @@
 //   BM_DumpEstablished      list_established_tcp(): the dump (IPv4 and IPv6)
 //   BM_FindByTuple/N        find_established_tcp() for N connections
 //   BM_WrittenBytes/N       written_bytes() for N connections (with tcp_info)
+//   BM_ProcessTuples/N      process_tcp_tuples() of this process, which holds both ends of N
+//                           connections, and find_established_tcp() of them: what a phase
+//                           whose peers are named by address alone costs
 //
 // The connections are N loopback pairs of this process, in its own network namespace.
 #include <arpa/inet.h>
@@ -137,6 +140,26 @@ void BM_WrittenBytes(benchmark::State &state)
 	}
 }
 BENCHMARK(BM_WrittenBytes)->Arg(16)->Arg(64)->Unit(benchmark::kMicrosecond);
+
+void BM_ProcessTuples(benchmark::State &state)
+{
+	LoopbackConnections connections(static_cast<int>(state.range(0)));
+	if (!connections.ok()) {
+		state.SkipWithError("cannot set up loopback connections");
+		return;
+	}
+	const size_t ends = 2 * connections.sockets().size();
+	for (auto _ : state) {
+		auto tuples = stock::process_tcp_tuples(getpid());
+		auto found = tuples ? stock::find_established_tcp(*tuples) : tuples;
+		if (!found || found->size() != ends) {
+			state.SkipWithError(found ? "a connection was not found" : found.error().message.c_str());
+			return;
+		}
+		benchmark::DoNotOptimize(found->size());
+	}
+}
+BENCHMARK(BM_ProcessTuples)->Arg(8)->Arg(32)->Unit(benchmark::kMicrosecond);
 
 } // namespace
 

@@ -86,8 +86,9 @@ TEST(Restore, UndoesWhatAKilledDaemonLeft)
 	EXPECT_NE(run_command({"ip", "-4", "route", "show", "proto", kOurProto}).output, "");
 	EXPECT_NE(run_command({"ip", "-6", "route", "show", "proto", kOurProto}).output, "");
 	EXPECT_EQ(app->pacing_rate_seen_by_owner(), 1'250'000u);
-	if (changes_tso)
+	if (changes_tso) {
 		EXPECT_EQ(*read_sysctl_u32(TsoSizing::kSysctlPath), 0u);
+	}
 	// ...when the daemon dies without cleaning up.
 	kill(daemon, SIGKILL);
 	waitpid(daemon, nullptr, 0);
@@ -108,8 +109,9 @@ TEST(Restore, UndoesWhatAKilledDaemonLeft)
 	EXPECT_EQ(run_command({"ip", "-6", "route", "show", "table", "all", "proto", kOurProto}).output, "");
 	EXPECT_EQ(app->pacing_rate_seen_by_owner(), kUnlimitedPacingRate);
 	EXPECT_EQ(report->tso_rtt_log_restored, changes_tso);
-	if (changes_tso)
+	if (changes_tso) {
 		EXPECT_EQ(*read_sysctl_u32(TsoSizing::kSysctlPath), *tso_rtt_log);
+	}
 	auto left = load_state(path);
 	ASSERT_TRUE(left) << left.error().message;
 	EXPECT_TRUE(left->empty());

@@ -1,5 +1,7 @@
 // The socket table against real connections between two network namespaces.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -141,6 +143,18 @@ TEST_P(SocketTable, FindsTheConnectionWithItsOwnerAndInode)
 	ASSERT_EQ(held->size(), 1u);
 	EXPECT_EQ(held->front().inode, client->inode());
 	EXPECT_EQ(held->front().fd, client->fd());
+	// Its connections from its fd table, as tuples the exact lookup takes: the same socket.
+	auto tuples_held = process_tcp_tuples(client->pid());
+	ASSERT_TRUE(tuples_held) << tuples_held.error().message;
+	ASSERT_EQ(tuples_held->size(), 1u) << "the client's one connection";
+	EXPECT_EQ(tuples_held->front().inode, client->inode());
+	EXPECT_EQ(tuples_held->front().socket_family, family);
+	EXPECT_EQ(tuples_held->front().local, own.local);
+	EXPECT_EQ(tuples_held->front().remote, own.remote);
+	found = find_established_tcp(*tuples_held);
+	ASSERT_TRUE(found);
+	ASSERT_EQ(found->size(), 1u);
+	EXPECT_EQ(found->front().uid, kOwner);
 	auto all = process_sockets(client->pid());
 	ASSERT_TRUE(all);
 	EXPECT_GE(all->size(), 1u);
@@ -185,6 +199,14 @@ TEST(SocketTableNamespaces, DualStackPeersAreReportedAsIPv4)
 	EXPECT_EQ(by_tuple->front().inode, st.st_ino);
 	EXPECT_EQ(by_tuple->front().socket_family, AF_INET6);
 	EXPECT_EQ(by_tuple->front().remote, in_far->front().remote);
+	// So does the tuple getpeername() gives through this process's fd (::ffff:a.b.c.d).
+	auto held = process_tcp_tuples(getpid());
+	ASSERT_TRUE(held) << held.error().message;
+	auto accepted = std::find_if(held->begin(), held->end(), [&](const TcpSocket &t) { return t.inode == st.st_ino; });
+	ASSERT_NE(accepted, held->end());
+	EXPECT_EQ(accepted->socket_family, AF_INET6);
+	EXPECT_EQ(accepted->remote, in_far->front().remote);
+	EXPECT_EQ(accepted->local, in_far->front().local);
 }
 
 // written_bytes: what the application wrote, whether sent, acknowledged or still queued; it
@@ -241,6 +263,10 @@ TEST(SocketTableErrors, ProcessesThatDoNotExist)
 	ASSERT_FALSE(start);
 	EXPECT_EQ(start.error().err, ESRCH);
 	EXPECT_EQ(process_sockets(0).error().err, EINVAL);
+	auto tuples = process_tcp_tuples(kNoSuchPid);
+	ASSERT_FALSE(tuples);
+	EXPECT_EQ(tuples.error().err, ESRCH);
+	EXPECT_EQ(process_tcp_tuples(0).error().err, EINVAL);
 	auto own = process_start_time(getpid());
 	ASSERT_TRUE(own) << own.error().message;
 	EXPECT_GT(*own, 0u);

@@ -37,16 +37,6 @@ Expected<Undone> undo_route(const RouteRecord &record);
 // Puts a socket's original pacing rate back, if the process and socket still exist.
 Expected<Undone> undo_pacing(const PacingRecord &record);
 
-// The kernel reports IPv4 peers of dual-stack sockets as ::ffff:a.b.c.d; the rest of the
-// daemon (routes, filters) speaks of them as IPv4.
-inline Endpoint unmapped(const Endpoint &endpoint)
-{
-	static constexpr uint8_t kMappedPrefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-	if (endpoint.family != AF_INET6 || std::memcmp(endpoint.address.data(), kMappedPrefix, 12) != 0)
-		return endpoint;
-	return make_endpoint(AF_INET, endpoint.address.data() + 12, endpoint.port);
-}
-
 // The address of an endpoint without its port.
 inline Endpoint address_only(Endpoint endpoint)
 {

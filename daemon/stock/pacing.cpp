@@ -37,17 +37,6 @@ std::string socket_name(pid_t pid, uint64_t inode)
 	return "socket " + std::to_string(inode) + " of process " + std::to_string(pid);
 }
 
-// An address as getsockname() and getpeername() give it (AF_INET or AF_INET6).
-Endpoint endpoint_of(const sockaddr_storage &address)
-{
-	if (address.ss_family == AF_INET6) {
-		const auto *in6 = reinterpret_cast<const sockaddr_in6 *>(&address);
-		return make_endpoint(AF_INET6, &in6->sin6_addr, ntohs(in6->sin6_port));
-	}
-	const auto *in = reinterpret_cast<const sockaddr_in *>(&address);
-	return make_endpoint(AF_INET, &in->sin_addr, ntohs(in->sin_port));
-}
-
 // Is `fd` (ours) the socket `inode`?
 bool is_socket_inode(int fd, uint64_t inode)
 {
@@ -232,8 +221,8 @@ Expected<std::vector<TcpSocket>> process_tcp_tuples(pid_t pid)
 			continue; // a listener, or not connected (ENOTCONN)
 		TcpSocket tuple;
 		tuple.socket_family = domain;
-		tuple.local = detail::unmapped(endpoint_of(local));
-		tuple.remote = detail::unmapped(endpoint_of(remote));
+		tuple.local = unmapped(from_socket_address(local));
+		tuple.remote = unmapped(from_socket_address(remote));
 		tuple.inode = candidate.inode;
 		out.push_back(tuple);
 	}

@@ -23,7 +23,6 @@ namespace gp::stock {
 namespace {
 
 using detail::system_error;
-using detail::unmapped;
 
 bool matches(const TcpSocket &socket, const SocketFilter &filter)
 {

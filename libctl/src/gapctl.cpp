@@ -703,9 +703,10 @@ int convert_peer(const gapctl_peer &in, Peer &out)
 		} else if (local.ss_family == AF_INET6 && remote.ss_family == AF_INET6) {
 			auto *l = reinterpret_cast<sockaddr_in6 *>(&local);
 			auto *r = reinterpret_cast<sockaddr_in6 *>(&remote);
-			// make_endpoint turns IPv4-mapped addresses of dual-stack sockets into IPv4.
-			out.local = gp::make_endpoint(AF_INET6, &l->sin6_addr, ntohs(l->sin6_port));
-			out.remote = gp::make_endpoint(AF_INET6, &r->sin6_addr, ntohs(r->sin6_port));
+			// A dual-stack socket's IPv4 connection (::ffff:a.b.c.d) as the IPv4 tuple the
+			// kernel files it under, and the daemon matches.
+			out.local = gp::unmapped(gp::make_endpoint(AF_INET6, &l->sin6_addr, ntohs(l->sin6_port)));
+			out.remote = gp::unmapped(gp::make_endpoint(AF_INET6, &r->sin6_addr, ntohs(r->sin6_port)));
 		} else {
 			return -EINVAL;
 		}

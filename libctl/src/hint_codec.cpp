@@ -95,9 +95,13 @@ Expected<Peer> decode_peer(const nlattr *nest)
 		remote_port = ntohs(mnl_attr_get_u16(dport));
 		if (!local_port || !remote_port)
 			return invalid(EINVAL, "a peer tuple has port 0");
-		peer.local = make_endpoint(family, mnl_attr_get_payload(s4 ? s4 : s6), local_port);
+		peer.local = unmapped(make_endpoint(family, mnl_attr_get_payload(s4 ? s4 : s6), local_port));
 	}
-	peer.remote = make_endpoint(family, mnl_attr_get_payload(d4 ? d4 : d6), remote_port);
+	// A dual-stack socket's IPv4 connection named by its IPv4-mapped addresses is that IPv4
+	// connection, as the kernel files it and the daemon's socket lookups report it.
+	peer.remote = unmapped(make_endpoint(family, mnl_attr_get_payload(d4 ? d4 : d6), remote_port));
+	if (peer.is_tuple() && peer.local.family != peer.remote.family)
+		return invalid(EINVAL, "a peer tuple mixes IPv4 and IPv6");
 	if (rank) {
 		const uint32_t value = mnl_attr_get_u32(rank);
 		if (value > INT32_MAX)

@@ -228,6 +228,28 @@ TEST(Library, FdPeersBecomeTuples)
 	EXPECT_EQ(gp::format_endpoint(hint->peers[0].remote).rfind("127.0.0.1:", 0), 0u);
 	EXPECT_EQ(hint->peers[0].rank, 5);
 
+	// An IPv6 socket's IPv4 connection (dual-stack, ::ffff:127.0.0.1) is named as the IPv4
+	// connection the kernel files it under, which the daemon's socket lookups report.
+	UniqueFd dual(::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0));
+	ASSERT_TRUE(dual);
+	const int v6only = 0;
+	ASSERT_EQ(::setsockopt(dual.get(), IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only)), 0);
+	sockaddr_in6 mapped{};
+	mapped.sin6_family = AF_INET6;
+	mapped.sin6_port = addr.sin_port;
+	ASSERT_EQ(::inet_pton(AF_INET6, "::ffff:127.0.0.1", &mapped.sin6_addr), 1);
+	ASSERT_EQ(::connect(dual.get(), reinterpret_cast<sockaddr *>(&mapped), sizeof(mapped)), 0);
+	peers[0].fd = dual.get();
+	phase = alltoall(peers, 1);
+	ASSERT_EQ(gapctl_phase_begin(handle, &phase, &id), 0);
+	ASSERT_EQ(gapctl_flush(handle, 1000), 0);
+	hint = daemon.next();
+	ASSERT_TRUE(hint) << hint.error().message;
+	ASSERT_EQ(hint->peers.size(), 1u);
+	EXPECT_EQ(hint->peers[0].local.family, AF_INET);
+	EXPECT_EQ(hint->peers[0].remote.family, AF_INET);
+	EXPECT_EQ(gp::format_endpoint(hint->peers[0].remote), "127.0.0.1:" + std::to_string(ntohs(addr.sin_port)));
+
 	// A descriptor that is not a connected socket is the caller's error, counted, not sent.
 	peers[0].fd = server.get();
 	phase = alltoall(peers, 1);
@@ -360,8 +382,9 @@ TEST_P(Library, QuietSummaryComesWithTheNextBegin)
 	// The first quiet phase, then 9 more: 10 measured (1000 + 2000 + ... ns), 2 not measured.
 	uint64_t expected_ns = 0;
 	for (int i = 1; i <= 12; ++i) {
-		if (i > 1)
+		if (i > 1) {
 			ASSERT_EQ(gapctl_phase_begin(handle, &small, &id), 0);
+		}
 		ASSERT_TRUE(id & GAPCTL_PHASE_QUIET);
 		const uint64_t duration = i <= 10 ? uint64_t(i) * 1000 : 0;
 		expected_ns += duration;

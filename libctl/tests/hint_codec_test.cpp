@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <vector>
 
 #include "hint_codec.hpp"
@@ -84,6 +85,26 @@ TEST(HintCodec, BeginRoundTripsEveryField)
 	EXPECT_EQ(hint->header, h);
 	EXPECT_EQ(hint->peers, peers);
 	EXPECT_FALSE(hint->sender);
+}
+
+// A dual-stack socket's IPv4 connection named by its IPv4-mapped addresses (as another encoder
+// may name it) reads as the IPv4 connection the kernel files it under.
+TEST(HintCodec, MappedAddressesReadAsIpv4)
+{
+	Header h;
+	h.event = Event::Begin;
+	h.phase_id = 1;
+	h.kind = GAPPACE_HINT_KIND_ALLTOALL;
+	h.bytes_per_peer = 4096;
+	Peer mapped;
+	mapped.local = make_endpoint(AF_INET6, std::array<uint8_t, 16>{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1}.data(), 40000);
+	mapped.remote = make_endpoint(AF_INET6, std::array<uint8_t, 16>{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 3}.data(), 5001);
+	auto hint = decode(msg(encoded(h, {mapped, address_peer("::ffff:10.0.0.4", 2)})), SenderStamp::Forbidden);
+	ASSERT_TRUE(hint) << hint.error().message;
+	ASSERT_EQ(hint->peers.size(), 2u);
+	EXPECT_EQ(hint->peers[0].local, *parse_endpoint("10.0.0.1:40000"));
+	EXPECT_EQ(hint->peers[0].remote, *parse_endpoint("10.0.0.3:5001"));
+	EXPECT_EQ(hint->peers[1].remote, *parse_host_address("10.0.0.4"));
 }
 
 TEST(HintCodec, EndCarriesDurationOnly)

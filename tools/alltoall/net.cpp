@@ -39,16 +39,6 @@ SocketAddress to_socket_address(const Endpoint &endpoint)
 	return address;
 }
 
-Endpoint from_socket_address(const sockaddr_storage &storage)
-{
-	if (storage.ss_family == AF_INET6) {
-		const auto *in6 = reinterpret_cast<const sockaddr_in6 *>(&storage);
-		return make_endpoint(AF_INET6, &in6->sin6_addr, ntohs(in6->sin6_port));
-	}
-	const auto *in = reinterpret_cast<const sockaddr_in *>(&storage);
-	return make_endpoint(AF_INET, &in->sin_addr, ntohs(in->sin_port));
-}
-
 Expected<Endpoint> local_endpoint(int fd)
 {
 	sockaddr_storage storage{};

@@ -22,7 +22,6 @@ struct SocketAddress {
 	const sockaddr *get() const { return reinterpret_cast<const sockaddr *>(&storage); }
 };
 SocketAddress to_socket_address(const Endpoint &endpoint);
-Endpoint from_socket_address(const sockaddr_storage &storage);
 Expected<Endpoint> local_endpoint(int fd);
 Expected<Endpoint> peer_endpoint(int fd);
 

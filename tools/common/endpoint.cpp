@@ -1,6 +1,7 @@
 #include "endpoint.hpp"
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include <cerrno>
 #include <cstring>
@@ -30,6 +31,8 @@ bool parse_bare_address(std::string_view text, Endpoint &endpoint)
 	return false;
 }
 
+} // namespace
+
 // ss prints the IPv4 connections of dual-stack sockets as [::ffff:a.b.c.d]; the kernel files
 // them (and gappace matches them) as IPv4 connections.
 Endpoint unmapped(Endpoint endpoint)
@@ -43,8 +46,6 @@ Endpoint unmapped(Endpoint endpoint)
 	v4.port = endpoint.port;
 	return v4;
 }
-
-} // namespace
 
 Expected<Endpoint> parse_endpoint(std::string_view text)
 {
@@ -105,6 +106,16 @@ Endpoint make_endpoint(int family, const void *address, uint16_t port)
 	std::memcpy(endpoint.address.data(), address, endpoint.address_size());
 	endpoint.port = port;
 	return endpoint;
+}
+
+Endpoint from_socket_address(const sockaddr_storage &storage)
+{
+	if (storage.ss_family == AF_INET6) {
+		const auto *in6 = reinterpret_cast<const sockaddr_in6 *>(&storage);
+		return make_endpoint(AF_INET6, &in6->sin6_addr, ntohs(in6->sin6_port));
+	}
+	const auto *in = reinterpret_cast<const sockaddr_in *>(&storage);
+	return make_endpoint(AF_INET, &in->sin_addr, ntohs(in->sin_port));
 }
 
 std::string format_endpoint(const Endpoint &endpoint)

@@ -28,8 +28,14 @@ Expected<Endpoint> parse_endpoint(std::string_view text);
 // An address without a port: "10.0.0.2", "fd00::1" or "[fd00::1]". port is 0; mapped
 // addresses become IPv4 as above.
 Expected<Endpoint> parse_host_address(std::string_view text);
+// An IPv4-mapped IPv6 endpoint (::ffff:a.b.c.d, a dual-stack socket's IPv4 connection) as the
+// IPv4 endpoint the kernel files it under; any other endpoint as it is.
+Endpoint unmapped(Endpoint endpoint);
 // Builds an endpoint from an address as the kernel sends it (4 or 16 bytes).
 Endpoint make_endpoint(int family, const void *address, uint16_t port);
+// An address as getsockname() and getpeername() give it (AF_INET6, else AF_INET). An
+// IPv4-mapped IPv6 address stays IPv6.
+Endpoint from_socket_address(const sockaddr_storage &storage);
 // "10.0.0.1:5001", "[fd00::1]:5001"; without a port: "10.0.0.1", "fd00::1".
 std::string format_endpoint(const Endpoint &endpoint);
 

@@ -714,12 +714,14 @@ int convert_peer(const gapctl_peer &in, Peer &out)
 	}
 	if (in.family != AF_INET && in.family != AF_INET6)
 		return -EINVAL;
-	out.remote = gp::make_endpoint(in.family, in.addr, 0);
+	out.remote = gp::unmapped(gp::make_endpoint(in.family, in.addr, 0));
 	if (in.local_port) {
 		if (!in.port)
 			return -EINVAL;
-		out.local = gp::make_endpoint(in.family, in.local_addr, in.local_port);
+		out.local = gp::unmapped(gp::make_endpoint(in.family, in.local_addr, in.local_port));
 		out.remote.port = in.port;
+		if (out.local.family != out.remote.family)
+			return -EINVAL; // one address IPv4-mapped, the other not: no connection's
 	}
 	return 0;
 }

@@ -250,11 +250,35 @@ TEST(Library, FdPeersBecomeTuples)
 	EXPECT_EQ(hint->peers[0].remote.family, AF_INET);
 	EXPECT_EQ(gp::format_endpoint(hint->peers[0].remote), "127.0.0.1:" + std::to_string(ntohs(addr.sin_port)));
 
+	// The same connection named by value, with the addresses getsockname gives an IPv6 socket.
+	gapctl_peer by_value{};
+	by_value.fd = -1;
+	by_value.family = AF_INET6;
+	ASSERT_EQ(::inet_pton(AF_INET6, "::ffff:127.0.0.1", by_value.addr), 1);
+	ASSERT_EQ(::inet_pton(AF_INET6, "::ffff:127.0.0.1", by_value.local_addr), 1);
+	by_value.port = ntohs(addr.sin_port);
+	by_value.local_port = 40000;
+	by_value.rank = 5;
+	std::vector<gapctl_peer> values = {by_value};
+	phase = alltoall(values, 1);
+	ASSERT_EQ(gapctl_phase_begin(handle, &phase, &id), 0);
+	ASSERT_EQ(gapctl_flush(handle, 1000), 0);
+	hint = daemon.next();
+	ASSERT_TRUE(hint) << hint.error().message;
+	ASSERT_EQ(hint->peers.size(), 1u);
+	EXPECT_EQ(gp::format_endpoint(hint->peers[0].local), "127.0.0.1:40000");
+	EXPECT_EQ(hint->peers[0].remote.family, AF_INET);
+	const uint64_t rejected_before = stats_of(handle).hints_rejected;
+	ASSERT_EQ(::inet_pton(AF_INET6, "fd00::1", values[0].local_addr), 1); // one mapped, one not
+	phase = alltoall(values, 1);
+	EXPECT_EQ(gapctl_phase_begin(handle, &phase, &id), -EINVAL);
+	EXPECT_EQ(stats_of(handle).hints_rejected, rejected_before + 1);
+
 	// A descriptor that is not a connected socket is the caller's error, counted, not sent.
 	peers[0].fd = server.get();
 	phase = alltoall(peers, 1);
 	EXPECT_EQ(gapctl_phase_begin(handle, &phase, &id), -EBADF);
-	EXPECT_EQ(stats_of(handle).hints_rejected, 1u);
+	EXPECT_EQ(stats_of(handle).hints_rejected, rejected_before + 2);
 	gapctl_close(handle);
 }
 

@@ -82,7 +82,9 @@ enum gapctl_algorithm {
  *     addr:port, as `ss` shows it from this process;
  *   - otherwise the peer host `addr`: every connection of this uid to it.
  * Addresses are in network byte order: 4 bytes for AF_INET, 16 for AF_INET6.
- * Ports are in host byte order.
+ * Ports are in host byte order. An IPv4-mapped IPv6 address (::ffff:a.b.c.d, a
+ * dual-stack socket's IPv4 connection) is sent as the IPv4 address; a tuple
+ * with one address mapped and the other not is -EINVAL.
  */
 struct gapctl_peer {
 	int fd;			/* -1 unless the first form */

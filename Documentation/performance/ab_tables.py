@@ -7,9 +7,11 @@ optionally its host timeouts.
 import json
 
 
-def cells_of(run_dir, timeouts=False, segments=False):
+def cells_of(run_dir, timeouts=False, segments=False, drops=False):
     """{(topology, variant, msg): ["0.91", ...]} for one invocation, in run order. With
-    `segments`, each run's segments sent (OutSegs, all hosts, thousands) follow its timeouts."""
+    `segments`, each run's segments sent (OutSegs, all hosts, thousands) follow its timeouts;
+    with `drops`, the packets the bottleneck FIFO dropped (both directions; runs since session
+    32 record them)."""
     cells = {}
     for line in (run_dir / "runs.jsonl").read_text().splitlines():
         r = json.loads(line)
@@ -20,15 +22,17 @@ def cells_of(run_dir, timeouts=False, segments=False):
         if timeouts and frac is not None:
             if segments and tcp.get("OutSegs") is not None:
                 text += f" ({tcp.get('TCPTimeouts')}, {tcp['OutSegs'] / 1000:.0f}k)"
+            elif drops and (r.get("bottleneck") or {}).get("drops") is not None:
+                text += f" ({tcp.get('TCPTimeouts')}, {r['bottleneck']['drops']} dropped)"
             else:
                 text += f" ({tcp.get('TCPTimeouts')})"
         cells.setdefault((r["topology"], r["variant"], r["msg"]), []).append(text)
     return cells
 
 
-def table(title, dirs, timeouts=False, segments=False):
+def table(title, dirs, timeouts=False, segments=False, drops=False):
     """Prints one Markdown table: the invocations in `dirs`, side by side."""
-    runs = {d.name: cells_of(d, timeouts, segments) for d in dirs}
+    runs = {d.name: cells_of(d, timeouts, segments, drops) for d in dirs}
     keys = sorted({k for c in runs.values() for k in c})
     print(f"\n{title}\n")
     print("| cell | " + " | ".join(runs) + " |")

@@ -189,10 +189,20 @@ tcp_counters() {
 			ext["TCPTimeouts"], ext["TCPLossProbes"], tcp["RetransSegs"] }'
 }
 
+# The bottleneck FIFO's counters in both directions: what the switch dropped, and what it sent.
+bottleneck_counters() {
+	"$CLUSTER/cluster.sh" stats --state "$GPC_STATE" 2>/dev/null |
+		jq -c '{drops: (.l2r.fifo.drops + .r2l.fifo.drops), packets: (.l2r.shaper.packets + .r2l.shaper.packets)}' ||
+		echo null
+}
+
 DAEMON_PACING='' DAEMON_RTO=''
+# The daemons keep their last 64 phases for the report, unless GP_BENCH_DAEMON_TOML sets it.
+HISTORY_TOML="history = 64"
+[[ ${GP_BENCH_DAEMON_TOML:-} != *history* ]] || HISTORY_TOML=""
 daemon_config() { # HOST_INDEX: gappaced's config for that host (remedies from DAEMON_PACING/RTO)
 	cat <<CONF
-$(gp_daemon_toml "$STATE_DIR/${GPC_HOSTS[$1]}.json" "history = 64" ${GP_BENCH_DAEMON_TOML:+"$GP_BENCH_DAEMON_TOML"})
+$(gp_daemon_toml "$STATE_DIR/${GPC_HOSTS[$1]}.json" "$HISTORY_TOML" ${GP_BENCH_DAEMON_TOML:+"$GP_BENCH_DAEMON_TOML"})
 [remedies]
 pacing = $DAEMON_PACING
 rto = $DAEMON_RTO
@@ -357,6 +367,7 @@ for topo in "${TOPOS[@]}"; do
 				dc_before='{}'
 				[[ $variant == *gappaced* ]] && dc_before=$(daemon_counters)
 				rep_began_ms=$(date +%s%3N)
+				bn_before=$(bottleneck_counters)
 				if [[ $variant == mpi-* ]]; then
 					line=$(run_mpi "$variant" "$m" "$n_left")
 				else
@@ -372,6 +383,9 @@ for topo in "${TOPOS[@]}"; do
 					echo "bench-system: $topo $variant $size rep $rep: no result: $(head -c 300 <<<"$line") $(tail -n 3 "$TMP"/*.err 2>/dev/null | head -c 600)" >&2
 					failures=$((failures + 1))
 				fi
+				# Drops at the switch, so that a report can tell the bottleneck's losses from others.
+				bn=$(jq -n -c --argjson b "$bn_before" --argjson a "$(bottleneck_counters)" \
+					'if $a == null or $b == null then null else {drops: ($a.drops - $b.drops), packets: ($a.packets - $b.packets)} end')
 				dc='null'
 				if [[ $variant == *gappaced* ]]; then
 					dc=$(jq -n -c --argjson b "$dc_before" --argjson a "$(daemon_counters)" \
@@ -397,8 +411,9 @@ for topo in "${TOPOS[@]}"; do
 				fi
 				jq -n -c --arg topo "$topo" --arg variant "$variant" --argjson m "$m" --argjson rep "$rep" \
 					--argjson r "$line" --argjson daemon "$dc" --arg cc "$GPC_CC" --arg rate "$RATE" --argjson queue "$QUEUE" \
+					--argjson bottleneck "$bn" \
 					'{topology: $topo, variant: $variant, msg: $m, rep: $rep, cc: $cc, rate: $rate, queue: $queue,
-					  daemon: $daemon, result: $r}' >>"$RUNS"
+					  daemon: $daemon, bottleneck: $bottleneck, result: $r}' >>"$RUNS"
 				jq -r '"\(.topology) \(.variant) m=\(.msg) rep \(.rep): " +
 					(if .result.fraction_of_capacity then "\(.result.fraction_of_capacity * 1000 | round / 1000) of C, \(.result.tcp.TCPTimeouts // "?") timeouts" else "no result" end)' \
 					<<<"$(tail -n1 "$RUNS")" >&2

@@ -71,6 +71,8 @@ def cells_of(runs):
         p99 = [p for p in p99 if isinstance(p, (int, float))]
         p50 = [x["result"].get("iteration_us", {}).get("p50") for x in rs if isinstance(x.get("result"), dict)]
         p50 = [p for p in p50 if isinstance(p, (int, float))]
+        dr = [(x.get("bottleneck") or {}).get("drops") for x in rs if isinstance(x.get("result"), dict)]
+        dr = [d for d in dr if isinstance(d, (int, float))]
         timed_out = sum(1 for x in rs if isinstance(x.get("result"), dict) and x["result"].get("timed_out"))
         out[key] = {
             "timed_out": timed_out,
@@ -84,6 +86,9 @@ def cells_of(runs):
             "stalled_median": statistics.median(st) if st else None,
             "p99_us_median": statistics.median(p99) if p99 else None,
             "p50_us_median": statistics.median(p50) if p50 else None,
+            # Packets the bottleneck FIFO dropped, both directions (runs since session 32; none
+            # for the guest, whose bottleneck is inside the emulated machine).
+            "drops_median": statistics.median(dr) if dr else None,
         }
     return out
 
@@ -107,11 +112,12 @@ def write_csv(cells, path):
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["topology", "variant", "msg_bytes", "runs", "ok", "fraction_median", "fraction_min",
-                    "fraction_max", "timeouts_median", "timeouts_total", "stalled_median", "p99_us_median"])
+                    "fraction_max", "timeouts_median", "timeouts_total", "stalled_median", "p99_us_median",
+                    "drops_median"])
         for (topo, variant, m), c in sorted(cells.items(), key=lambda kv: (kv[0][0], order(kv[0][1]), kv[0][2])):
             w.writerow([topo, variant, m, c["runs"], c["ok"], c["fraction_median"], c["fraction_min"],
                         c["fraction_max"], c["timeouts_median"], c["timeouts_total"], c["stalled_median"],
-                        c["p99_us_median"]])
+                        c["p99_us_median"], c["drops_median"]])
 
 
 def order(variant):
@@ -406,7 +412,9 @@ def main():
             md.append("† a run of this cell reached the time bound (`--cell-timeout`) before its volume was "
                       "through: its figure is the part that ran (tools that count written bytes overstate it).")
         md.append("")
-        md.append("Retransmission timeouts (TCPTimeouts, all hosts, median per run) / stalled iterations (median):")
+        with_drops = any(cells.get((topo, v, m), {}).get("drops_median") is not None for v in variants for m in sizes)
+        md.append("Retransmission timeouts (TCPTimeouts, all hosts, median per run) / stalled iterations (median)" +
+                  (" / packets the bottleneck dropped (both directions, median per run):" if with_drops else ":"))
         md.append("")
         md.append("| message | " + " | ".join(VARIANT_TITLE.get(v, v) for v in variants) + " |")
         md.append("|---:|" + "---:|" * len(variants))
@@ -414,7 +422,10 @@ def main():
             row = []
             for v in variants:
                 c = cells.get((topo, v, m))
-                row.append("–" if not c else f"{fmt_num(c['timeouts_median'])} / {fmt_num(c['stalled_median'])}")
+                text = "–" if not c else f"{fmt_num(c['timeouts_median'])} / {fmt_num(c['stalled_median'])}"
+                if c and with_drops:
+                    text += f" / {fmt_num(c['drops_median'])}"
+                row.append(text)
             md.append(f"| {size_name(m)} | " + " | ".join(row) + " |")
         md.append("")
         md += acceptance(cells, topo, sizes, variants)

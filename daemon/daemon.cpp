@@ -579,7 +579,8 @@ void Daemon::begin_phase(hint::Hint h, bool from_kernel, Clock::time_point recei
 					break;
 				}
 		if (reply_fd >= 0) {
-			advise_quiet(reply_fd, r.header.signature, from_kernel);
+			advise_quiet(reply_fd, r.header.signature, from_kernel,
+				     plan.quiet_ms ? std::min(plan.quiet_ms, config_.quiet_ms) : config_.quiet_ms);
 			if (quiet_predictions_.size() >= kMaxQuietPredictions)
 				quiet_predictions_.clear();	// senders long gone, mostly: they come back
 			quiet_predictions_[{r.sender.pid, r.header.signature}] = {plan.predicted_us, plan.calibrated_us};
@@ -630,12 +631,12 @@ void Daemon::begin_phase(hint::Hint h, bool from_kernel, Clock::time_point recei
 // Tells a socket sender that phases like this one change nothing for quiet_ms: its library
 // skips their hints meanwhile, which is what makes small, frequent collectives cost nothing. A
 // full socket loses the advice, not the hint: the sender just keeps sending.
-void Daemon::advise_quiet(int reply_fd, uint64_t signature, bool from_kernel)
+void Daemon::advise_quiet(int reply_fd, uint64_t signature, bool from_kernel, uint32_t quiet_ms)
 {
 	std::array<uint8_t, hint::kAdviceMaxSize> buffer{};
 	// The summary comes back on the carrier the hint came by.
 	const bool summary = !from_kernel || kernel_takes_quiet_summary_;
-	const size_t len = hint::encode_advice(buffer, 0, hint::Advice{signature, config_.quiet_ms, summary});
+	const size_t len = hint::encode_advice(buffer, 0, hint::Advice{signature, quiet_ms, summary});
 	if (::send(reply_fd, buffer.data(), len, MSG_DONTWAIT | MSG_NOSIGNAL) == static_cast<ssize_t>(len))
 		++counters_.advice_sent;
 }

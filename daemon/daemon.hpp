@@ -105,7 +105,7 @@ private:
 	void begin_phase(hint::Hint hint, bool from_kernel, std::chrono::steady_clock::time_point received, int reply_fd);
 	// The sender's sockets towards the hint's peers (cached per sender for a second).
 	std::vector<TargetSocket> resolve_targets(PhaseRecord &record, std::chrono::steady_clock::time_point received);
-	void advise_quiet(int reply_fd, uint64_t signature, bool from_kernel);
+	void advise_quiet(int reply_fd, uint64_t signature, bool from_kernel, uint32_t quiet_ms);
 	// A BEGIN's summary of the phases its sender skipped: calibrates their prediction.
 	void take_quiet_summary(PhaseRecord &record);
 	void log_phase_begin(const PhaseRecord &record) const;

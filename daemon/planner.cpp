@@ -198,6 +198,14 @@ uint32_t bucket_burst_frames(const Crossing &c, const Bottleneck &b, const Confi
 	return static_cast<uint32_t>(std::max<uint64_t>(1, q / std::max<uint64_t>(1, c.senders)));
 }
 
+// A lossless verdict before its first judgment is audited more often (models/loss_check.hpp, 3.).
+std::string settling_text(const models::LossCheckState &s)
+{
+	return s.settling ? "; settling: quiet for " + std::to_string(static_cast<int>(models::LossCheck::kSettlingQuietUs / 1000)) +
+				    " ms"
+			  : std::string();
+}
+
 // The smallest burst any of the phase's bottlenecks allows.
 void limit_bucket_burst(Plan &plan, uint32_t frames)
 {
@@ -553,11 +561,13 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 		else if (s.presumed && s.trials == 0)
 			reason += "loss check: lossless, presumed (the unpaced burst fits the whole queue; " +
 				  std::to_string(s.audit_lost) + " of " + std::to_string(s.audit_sent) +
-				  " segments lost since): nothing instead of " + models::plan_name(model_kind) + "; ";
+				  " segments lost since" + settling_text(s) + "): nothing instead of " +
+				  models::plan_name(model_kind) + "; ";
 		else
 			reason += "loss check: lossless (no segment lost of " + std::to_string(s.trial_sent) + " in " +
 				  std::to_string(s.trial_phases) + " trial phases, " + std::to_string(s.audit_lost) + " of " +
-				  std::to_string(s.audit_sent) + " since): nothing instead of " + models::plan_name(model_kind) + "; ";
+				  std::to_string(s.audit_sent) + " since" + settling_text(s) + "): nothing instead of " +
+				  models::plan_name(model_kind) + "; ";
 	} else if (choice.why != models::ChoiceReason::Model) {
 		const auto outcomes = learner_.outcomes(key);
 		auto mean = [&](models::PlanKind k) {
@@ -571,6 +581,8 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 	if (reason.empty())
 		reason = "no bottleneck crossed: nothing";
 	plan.inert = plan.empty() && (all_fit_unpaced || directive == models::LossDirective::Lossless);
+	if (directive == models::LossDirective::Lossless && loss_check_.state(key)->settling)
+		plan.quiet_ms = static_cast<uint32_t>(models::LossCheck::kSettlingQuietUs / 1000);
 	plan.predicted_us = predicted_us;
 	plan.calibrated_us = predicted_us > 0 ? calibration_.corrected_us(key, predicted_us) : 0;
 	plan.reason = std::move(reason);
@@ -689,7 +701,7 @@ void ModelPlanner::describe(JsonWriter &j) const
 		j.field("kind", hint::kind_name(key.kind) ? hint::kind_name(key.kind) : "?");
 		j.field("size_class", static_cast<int64_t>(key.size_class));
 		j.field("processes", key.processes);
-		j.field("stage", models::loss_stage_name(s.stage));
+		j.field("stage", models::loss_stage_name(s.stage)).field("settling", s.settling);
 		j.field("phases", s.phases).field("trials", s.trials).field("failures", s.failures);
 		j.field("last_failure", s.last_failure).field("retry_at", s.retry_at);
 		j.field("trial_phases", s.trial_phases).field("trial_sent", s.trial_sent);

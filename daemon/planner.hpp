@@ -66,6 +66,9 @@ struct Plan {
 	// No remedy could change this phase: every bottleneck it crosses takes its whole burst
 	// unpaced, and nothing is planned. The daemon may advise the sender to skip such hints.
 	bool inert = false;
+	// How long the sender of an inert phase may skip alike hints (0: the configured `quiet`;
+	// never more than it): shorter while a lossless verdict settles (models/loss_check.hpp).
+	uint32_t quiet_ms = 0;
 
 	bool empty() const
 	{

@@ -126,6 +126,7 @@ LossDirective LossCheck::start_trial(Entry &e, const HostTcpCounters &now)
 {
 	LossCheckState &s = e.state;
 	s.stage = LossStage::Trial;
+	s.settling = false;
 	++s.trials;
 	s.trial_phases = 0;
 	s.trial_sent = s.trial_lost = s.trial_timeouts = 0;
@@ -153,7 +154,9 @@ void LossCheck::enter_lossless(Entry &e, const HostTcpCounters &now)
 	LossCheckState &s = e.state;
 	s.stage = LossStage::Lossless;
 	s.audit_sent = s.audit_lost = s.audit_timeouts = 0;
+	s.settling = true;
 	e.previous = e.audited = e.weighed = now;
+	e.lossless_at_us = now.at_us;
 	e.over_budget = false;
 }
 
@@ -198,6 +201,7 @@ void LossCheck::enter_floored(Entry &e, const HostTcpCounters &now)
 	LossCheckState &s = e.state;
 	schedule_retry(e);
 	s.stage = LossStage::Floored;
+	s.settling = false;
 	s.last_failure = "timeouts";
 	++s.floored;
 	s.floored_sent = s.floored_lost = s.floored_timeouts = 0;
@@ -243,6 +247,8 @@ const char *LossCheck::judge(Entry &e, const HostTcpCounters &now)
 	const Losses window = losses(e.previous, now, now);
 	e.previous = now;
 	s.audit_sent += window.sent, s.audit_lost += window.lost, s.audit_timeouts += window.timeouts;
+	if (now.at_us - e.lossless_at_us >= kBudgetWindowUs)
+		s.settling = false;
 	if (window.timeouts &&
 	    static_cast<double>(window.timeouts) * stock_rto_us_ > kTimeoutShareMax * window.elapsed_us)
 		return "timeouts";
@@ -270,6 +276,7 @@ const char *LossCheck::judge_losses(Entry &e, const HostTcpCounters &now)
 	if (window.sent < kAuditSegments)
 		return "";
 	e.audited = now;
+	e.state.settling = false;
 	if (static_cast<double>(window.lost) > kAuditLossShareMax * static_cast<double>(window.sent))
 		return "losses";
 	return "";
@@ -279,6 +286,7 @@ void LossCheck::fail(Entry &e, const char *why)
 {
 	schedule_retry(e);
 	e.state.stage = LossStage::Lossy;
+	e.state.settling = false;
 	e.state.last_failure = why;
 }
 

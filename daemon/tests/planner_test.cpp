@@ -564,7 +564,7 @@ TEST(ModelPlanner, TheHostsCountersOverrideALossVerdictTheyRefute)
 		auto planner = model_planner(config);
 		models::HostTcpCounters host;
 		planner->set_counter_source([&] { return std::optional<models::HostTcpCounters>(host); });
-		int trial = 0, paced = 0, inert = 0;
+		int trial = 0, paced = 0, inert = 0, settling = 0, settled = 0;
 		Plan plan;
 		for (int i = 0; i < 100; ++i) {
 			plan = planner->plan(phase, peers, config);
@@ -572,6 +572,14 @@ TEST(ModelPlanner, TheHostsCountersOverrideALossVerdictTheyRefute)
 			trial += kind == models::PlanKind::Rto;
 			paced += kind == models::PlanKind::Pace || kind == models::PlanKind::Both;
 			inert += plan.inert;
+			// A new verdict's sender is advised quiet for 100 ms until its first judgment
+			// (1000 segments here), then for the configured period.
+			if (plan.inert && plan.quiet_ms) {
+				EXPECT_EQ(plan.quiet_ms, 100u);
+				EXPECT_EQ(settled, 0) << "settling comes first, phase " << i;
+				++settling;
+			}
+			settled += plan.inert && !plan.quiet_ms;
 			// The phase's traffic: 8 x 3 segments and their ACKs; unpaced ones lose `loss`.
 			host.segments_sent += 48;
 			if (kind == models::PlanKind::Rto || kind == models::PlanKind::Nothing)
@@ -584,6 +592,9 @@ TEST(ModelPlanner, TheHostsCountersOverrideALossVerdictTheyRefute)
 			EXPECT_EQ(trial, 32) << "a trial of loss_check_phases phases, unpaced with the floor";
 			EXPECT_EQ(paced, 0) << "the trial starts at the key's first phase";
 			EXPECT_EQ(inert, 100 - 32);
+			EXPECT_EQ(settling, 1000 / 48 + 1) << "the phases up to the first judgment of 1000 segments";
+			EXPECT_EQ(settled, inert - settling);
+			EXPECT_NE(json.find("\"settling\":false"), std::string::npos) << json;
 			EXPECT_TRUE(plan.empty()) << plan.reason;
 			EXPECT_NE(plan.reason.find("loss check: lossless"), std::string::npos) << plan.reason;
 			EXPECT_NE(json.find("\"stage\":\"lossless\""), std::string::npos) << json;

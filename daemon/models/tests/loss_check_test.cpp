@@ -138,6 +138,56 @@ TEST(LossCheck, AuditsEndAVerdictWhenLossesAppear)
 	}
 }
 
+// A new lossless verdict settles: until the backstop has judged kAuditSegments of its segments,
+// and for at most kBudgetWindowUs, its sender is advised quiet for a tenth of a second, so that a
+// verdict whose trial was wrong ends within that, not after a second of losses.
+TEST(LossCheck, ANewVerdictSettlesUntilItsFirstJudgment)
+{
+	LossCheck check(4);
+	Host host;
+	for (int i = 0; i < 4; ++i)
+		run_phase(check, host);
+	ASSERT_EQ(check.state(kKey)->stage, LossStage::Lossless);
+	EXPECT_TRUE(check.state(kKey)->settling);
+	host.phase(400, 100000); // 100 ms of quiet phases: 440 segments, too few to judge
+	EXPECT_EQ(run_phase(check, host), LossDirective::Lossless);
+	EXPECT_TRUE(check.state(kKey)->settling);
+	host.phase(1000, 100000, 30); // 3 % of the next 100 ms lost: the backstop ends it now
+	EXPECT_EQ(run_phase(check, host), LossDirective::Model);
+	EXPECT_STREQ(check.state(kKey)->last_failure, "losses");
+	EXPECT_FALSE(check.state(kKey)->settling);
+
+	// Judged clean once: settled, and audited a quiet period apart from then on.
+	LossCheck clean(4);
+	Host h2;
+	for (int i = 0; i < 4; ++i)
+		run_phase(clean, h2);
+	h2.phase(1200, 100000);
+	EXPECT_EQ(run_phase(clean, h2), LossDirective::Lossless);
+	EXPECT_FALSE(clean.state(kKey)->settling);
+
+	// A host that sends little settles by time: a second after the verdict began.
+	LossCheck slow(4);
+	Host h3;
+	for (int i = 0; i < 4; ++i)
+		run_phase(slow, h3);
+	for (int i = 0; i < 9; ++i) {
+		h3.phase(10, 100000);
+		EXPECT_EQ(run_phase(slow, h3), LossDirective::Lossless);
+		EXPECT_TRUE(slow.state(kKey)->settling) << "audit " << i;
+	}
+	h3.phase(10, 100000);
+	EXPECT_EQ(run_phase(slow, h3), LossDirective::Lossless);
+	EXPECT_FALSE(slow.state(kKey)->settling);
+
+	// A trial starts settled: only a lossless verdict settles.
+	LossCheck trial(4);
+	Host h4;
+	run_phase(trial, h4);
+	EXPECT_EQ(trial.state(kKey)->stage, LossStage::Trial);
+	EXPECT_FALSE(trial.state(kKey)->settling);
+}
+
 // Losses that cost more than pacing would: lost x recovery_us against (paced_slack + 5 %) x the
 // elapsed time, in two consecutive windows of a second or more (loss_check.hpp, 3.). Here a loss
 // costs 5 ms (two round trips through a full 40-packet queue at 200 Mbit/s) and the models'

@@ -18,3 +18,9 @@ table("4+4 and 8+8, gappaced (both remedies, host pacer, loss check 32): A audit
 table("4+4, gappaced at 4b0e879: A with the loss check (--loss-check 32, the default), B without "
       "it (--loss-check 0)",
       sorted(d for d in here.glob("check-*") if d.is_dir()), timeouts=True, drops=True)
+table("4+4 and 8+8, gappaced: B settling (95689d9), C the same and the settling verdict's first "
+      "judgment weighs its losses against the loss budget too (not adopted)",
+      sorted(d for d in here.glob("first-judgment-*") if d.is_dir()), timeouts=True, drops=True)
+table("4+4 and 8+8, gappaced: B settling (95689d9), D as C, with pacing's cost measured per key "
+      "(paced phases against floored ones) in the budget (not adopted)",
+      sorted(d for d in here.glob("measured-slack-*") if d.is_dir()), timeouts=True, drops=True)

@@ -180,7 +180,7 @@ TEST(LossCheck, ANewVerdictSettlesUntilItsFirstJudgment)
 	EXPECT_EQ(run_phase(slow, h3), LossDirective::Lossless);
 	EXPECT_FALSE(slow.state(kKey)->settling);
 
-	// A trial starts settled: only a lossless verdict settles.
+	// A trial is not settling: only a lossless verdict is.
 	LossCheck trial(4);
 	Host h4;
 	run_phase(trial, h4);

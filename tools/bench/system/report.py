@@ -124,6 +124,15 @@ def order(variant):
     return VARIANT_ORDER.index(variant) if variant in VARIANT_ORDER else len(VARIANT_ORDER)
 
 
+def fmt_apart(a, b):
+    """a and b with two decimals, or as many more (up to four) as it takes to tell them apart:
+    a median of 0.9251 below one of 0.9268 must not read "0.93 < 0.93"."""
+    digits = 2
+    while digits < 4 and round(a, digits) == round(b, digits):
+        digits += 1
+    return f"{a:.{digits}f}", f"{b:.{digits}f}"
+
+
 def acceptance(cells, topo, sizes, variants):
     """Lines saying, per automatic variant, where it stands against the issue's criteria."""
     lines = []
@@ -137,14 +146,15 @@ def acceptance(cells, topo, sizes, variants):
                 below.append(size_name(m))
                 continue
             if c["fraction_median"] < 0.90:
-                below.append(f"{size_name(m)} ({c['fraction_median']:.2f})")
+                below.append(f"{size_name(m)} ({fmt_apart(c['fraction_median'], 0.90)[0]})")
             if c["timeouts_total"]:
                 timeouts.append(f"{size_name(m)} ({fmt_num(c['timeouts_total'])})")
             best_hand = max((cells[(topo, h, m)]["fraction_median"] for h in HAND
                              if (topo, h, m) in cells and cells[(topo, h, m)]["fraction_median"] is not None),
                             default=None)
             if best_hand is not None and c["fraction_median"] < best_hand:
-                lost_to_hand.append(f"{size_name(m)} ({c['fraction_median']:.2f} < {best_hand:.2f})")
+                ours, hand = fmt_apart(c["fraction_median"], best_hand)
+                lost_to_hand.append(f"{size_name(m)} ({ours} < {hand})")
         title = VARIANT_TITLE.get(auto, auto)
         lines.append(f"- {title}: ≥ 0.90 of C at every size: "
                      + ("yes" if not below else "no, below at " + ", ".join(below)))

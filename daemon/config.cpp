@@ -144,7 +144,7 @@ Expected<Config> parse_config(const std::string &text, const std::string &source
 
 	if (const toml::table *t = section(check, root, "daemon")) {
 		check.only_keys(*t, "daemon", {"backend", "hints_socket", "control_socket", "state_file", "phase_timeout",
-					       "max_phases", "history", "linger", "linger_idle", "quiet",
+					       "max_phases", "history", "linger", "linger_idle", "quiet", "quiet_remedied",
 					       "realtime_priority"});
 		if (auto v = check.get<std::string>(*t, "daemon", "backend", "a string")) {
 			if (*v == "auto")
@@ -181,6 +181,9 @@ Expected<Config> parse_config(const std::string &text, const std::string &source
 			config.linger_idle_ms = static_cast<uint32_t>((*v + 999) / 1000);
 		if (auto v = check.ranged(*t, "daemon", "quiet", parse_time_us, "1s", 0, 60ULL * 1000000, "0 .. 60s"))
 			config.quiet_ms = static_cast<uint32_t>((*v + 999) / 1000);
+		if (auto v = check.ranged(*t, "daemon", "quiet_remedied", parse_time_us, "100ms", 0, 10ULL * 1000000,
+					  "0 .. 10s"))
+			config.quiet_remedied_ms = static_cast<uint32_t>((*v + 999) / 1000);
 		if (auto v = check.ranged(*t, "daemon", "max_phases", parse_count, "4096", 1, 1 << 20, "1 .. 1048576"))
 			config.max_phases = static_cast<uint32_t>(*v);
 		if (auto v = check.ranged(*t, "daemon", "history", parse_count, "256", 0, 65536, "0 .. 65536"))

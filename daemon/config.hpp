@@ -56,6 +56,12 @@ struct Config {
 	// alike phases for this long (0: never advise). At most one such phase per period still
 	// reaches the daemon, and with it the measured duration calibration learns from.
 	uint32_t quiet_ms = 1000;
+	// A sender whose phase the daemon remedies, with a plan it would give alike phases again
+	// (Plan::holdable), is told to skip them for this long, and the settings stay in place for
+	// that time (plus `linger`) even while the connections carry data (0: every remedied phase
+	// is hinted). At 1-4 KB a paced phase lasts 1-3 ms, and its two hints cost each rank a
+	// datagram and the daemon a plan, on CPUs the ranks share.
+	uint32_t quiet_remedied_ms = 100;
 	// The daemon's SCHED_FIFO priority (1..99; 0: the normal scheduler). A hint must become
 	// settings before the phase's first packets leave, and MPI ranks spin on every CPU while
 	// they wait: under the normal scheduler the daemon waited behind them for 30-400 ms now and

@@ -120,6 +120,8 @@ void write_record(JsonWriter &j, const PhaseRecord &r)
 	j.field("apply_latency_ns", r.apply_latency_ns);
 	j.field("resolve_ns", r.resolve_ns).field("backend_ns", r.backend_ns);
 	j.field("predicted_us", r.predicted_us).field("calibrated_us", r.calibrated_us);
+	if (r.quiet_advised_ms)
+		j.field("quiet_advised_ms", r.quiet_advised_ms);
 	if (r.header.quiet_phases)
 		j.field("quiet_phases", r.header.quiet_phases).field("quiet_ns", r.header.quiet_ns)
 			.field("quiet_predicted_us", r.quiet_predicted_us).field("quiet_calibrated_us", r.quiet_calibrated_us);
@@ -569,23 +571,6 @@ void Daemon::begin_phase(hint::Hint h, bool from_kernel, Clock::time_point recei
 	if (peers_are_tuples && !plan.empty())
 		resolve();
 	r.sockets = targets.size();
-	if (plan.inert && r.header.signature && config_.quiet_ms && r.errors.empty()) {
-		// A hint from the kernel has no way back: its sender's library keeps the daemon's
-		// socket open for advice (same pid and uid, as SO_PEERCRED gave them).
-		if (reply_fd < 0 && from_kernel)
-			for (const auto &[fd, client] : hint_clients_)
-				if (client.second.pid == r.sender.pid && client.second.uid == r.sender.uid) {
-					reply_fd = fd;
-					break;
-				}
-		if (reply_fd >= 0) {
-			advise_quiet(reply_fd, r.header.signature, from_kernel,
-				     plan.quiet_ms ? std::min(plan.quiet_ms, config_.quiet_ms) : config_.quiet_ms);
-			if (quiet_predictions_.size() >= kMaxQuietPredictions)
-				quiet_predictions_.clear();	// senders long gone, mostly: they come back
-			quiet_predictions_[{r.sender.pid, r.header.signature}] = {plan.predicted_us, plan.calibrated_us};
-		}
-	}
 	r.plan = plan.reason;
 	r.predicted_us = plan.predicted_us;
 	r.calibrated_us = plan.calibrated_us;
@@ -603,6 +588,31 @@ void Daemon::begin_phase(hint::Hint h, bool from_kernel, Clock::time_point recei
 	r.paced = phase.applied.paced;
 	r.rto = phase.applied.rto;
 	r.apply_latency_ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - received).count());
+	// Quiet advice: for a phase that needs nothing (inert), or one whose settings are in place
+	// and would be the same for alike phases (holdable: they stay that long, end_phase).
+	const bool hold = plan.holdable && config_.quiet_remedied_ms && (r.paced || r.rto);
+	if ((hold || (plan.inert && config_.quiet_ms)) && r.header.signature && r.errors.empty()) {
+		// A hint from the kernel has no way back: its sender's library keeps the daemon's
+		// socket open for advice (same pid and uid, as SO_PEERCRED gave them).
+		if (reply_fd < 0 && from_kernel)
+			for (const auto &[fd, client] : hint_clients_)
+				if (client.second.pid == r.sender.pid && client.second.uid == r.sender.uid) {
+					reply_fd = fd;
+					break;
+				}
+		if (reply_fd >= 0) {
+			const uint32_t quiet_ms = hold ? config_.quiet_remedied_ms
+						       : plan.quiet_ms ? std::min(plan.quiet_ms, config_.quiet_ms) : config_.quiet_ms;
+			if (advise_quiet(reply_fd, r.header.signature, from_kernel, quiet_ms)) {
+				r.quiet_advised_ms = quiet_ms;
+				if (hold)
+					phase.hold_until = Clock::now() + std::chrono::milliseconds(quiet_ms);
+			}
+			if (quiet_predictions_.size() >= kMaxQuietPredictions)
+				quiet_predictions_.clear();	// senders long gone, mostly: they come back
+			quiet_predictions_[{r.sender.pid, r.header.signature}] = {plan.predicted_us, plan.calibrated_us};
+		}
+	}
 	counters_.apply_errors += r.errors.size();
 	for (const std::string &e : r.errors)
 		recent_errors_.push_back("pid " + std::to_string(r.sender.pid) + ": " + e);
@@ -628,17 +638,20 @@ void Daemon::begin_phase(hint::Hint h, bool from_kernel, Clock::time_point recei
 	phases_.emplace(key, std::move(phase));
 }
 
-// Tells a socket sender that phases like this one change nothing for quiet_ms: its library
-// skips their hints meanwhile, which is what makes small, frequent collectives cost nothing. A
-// full socket loses the advice, not the hint: the sender just keeps sending.
-void Daemon::advise_quiet(int reply_fd, uint64_t signature, bool from_kernel, uint32_t quiet_ms)
+// Tells a socket sender that phases like this one need nothing new for quiet_ms (nothing at
+// all, or the settings held for them): its library skips their hints meanwhile, which is what
+// makes small, frequent collectives cost nothing. A full socket loses the advice, not the hint:
+// the sender just keeps sending.
+bool Daemon::advise_quiet(int reply_fd, uint64_t signature, bool from_kernel, uint32_t quiet_ms)
 {
 	std::array<uint8_t, hint::kAdviceMaxSize> buffer{};
 	// The summary comes back on the carrier the hint came by.
 	const bool summary = !from_kernel || kernel_takes_quiet_summary_;
 	const size_t len = hint::encode_advice(buffer, 0, hint::Advice{signature, quiet_ms, summary});
-	if (::send(reply_fd, buffer.data(), len, MSG_DONTWAIT | MSG_NOSIGNAL) == static_cast<ssize_t>(len))
-		++counters_.advice_sent;
+	if (::send(reply_fd, buffer.data(), len, MSG_DONTWAIT | MSG_NOSIGNAL) != static_cast<ssize_t>(len))
+		return false;
+	++counters_.advice_sent;
+	return true;
 }
 
 // The phases skipped under quiet advice are most of an inert key's phases (all but one per
@@ -675,9 +688,13 @@ void Daemon::end_phase(uint64_t pid, uint64_t phase_id, uint64_t duration_ns, co
 	}
 	Phase &phase = it->second;
 	std::vector<std::string> errors;
-	if (std::strcmp(why, "end") == 0 && (config_.linger_ms || !phase.watched.empty()) &&
+	// Settings held for the alike phases their sender skips (quiet advice) stay until its
+	// advice runs out, and `linger` longer: the next hinted phase finds them in place.
+	const auto now = Clock::now();
+	const bool held = phase.hold_until > now;
+	if (std::strcmp(why, "end") == 0 && (config_.linger_ms || !phase.watched.empty() || held) &&
 	    (phase.applied.paced || phase.applied.rto)) {
-		const auto until = Clock::now() + std::chrono::milliseconds(config_.linger_ms);
+		const auto until = std::max(now, phase.hold_until) + std::chrono::milliseconds(config_.linger_ms);
 		lingering_.push_back({pid, std::move(phase.applied), until,
 				      until + std::chrono::milliseconds(config_.linger_idle_ms), std::move(phase.watched), {}});
 	} else

@@ -74,6 +74,7 @@ struct PhaseRecord {
 	// for those phases when the daemon advised skipping them (0: no summary, or none known).
 	double quiet_predicted_us = 0;
 	double quiet_calibrated_us = 0;
+	uint32_t quiet_advised_ms = 0;	// the sender was told to skip alike phases this long (0: not)
 };
 
 struct Options {
@@ -105,7 +106,8 @@ private:
 	void begin_phase(hint::Hint hint, bool from_kernel, std::chrono::steady_clock::time_point received, int reply_fd);
 	// The sender's sockets towards the hint's peers (cached per sender for a second).
 	std::vector<TargetSocket> resolve_targets(PhaseRecord &record, std::chrono::steady_clock::time_point received);
-	void advise_quiet(int reply_fd, uint64_t signature, bool from_kernel, uint32_t quiet_ms);
+	// Whether the advice went out (a full socket loses it: the sender just keeps hinting).
+	bool advise_quiet(int reply_fd, uint64_t signature, bool from_kernel, uint32_t quiet_ms);
 	// A BEGIN's summary of the phases its sender skipped: calibrates their prediction.
 	void take_quiet_summary(PhaseRecord &record);
 	void log_phase_begin(const PhaseRecord &record) const;
@@ -123,6 +125,9 @@ private:
 		Applied applied;
 		std::chrono::steady_clock::time_point deadline;
 		std::vector<stock::TcpSocket> watched;	// the sockets it applied to (for linger_idle)
+		// Its sender skips alike phases until then (quiet advice on a holdable plan): its
+		// settings stay at least that long.
+		std::chrono::steady_clock::time_point hold_until{};
 	};
 
 	Options options_;

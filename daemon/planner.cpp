@@ -285,6 +285,7 @@ Plan DefaultPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer
 	if (reason.empty())
 		reason = "nothing to do";
 	plan.inert = plan.empty() && all_bursts_fit;
+	plan.holdable = !plan.empty();	// the same for every alike phase
 	plan.reason = std::move(reason);
 	return plan;
 }
@@ -585,6 +586,16 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 		plan.quiet_ms = static_cast<uint32_t>(models::LossCheck::kSettlingQuietUs / 1000);
 	plan.predicted_us = predicted_us;
 	plan.calibrated_us = predicted_us > 0 ? calibration_.corrected_us(key, predicted_us) : 0;
+	// Alike phases would get this plan again, unseen: not where the loss check follows the key
+	// (a trial's or a floored phase is judged phase by phase, and a lossy key's next trial
+	// waits for a phase count that the hosts of a collective reach together; skipped phases
+	// come back in lumps, and a host that tried alone would find room the others leave it),
+	// not under the learner (it explores), not a paced phase whose stalls are counted
+	// (kCountedStallPhaseUs).
+	const auto checked_state = loss_check_.state(key);
+	plan.holdable = !plan.empty() && directive == models::LossDirective::Model && !learn_ &&
+			(!checked_state || checked_state->stage == models::LossStage::Unchecked) &&
+			plan.calibrated_us > 0 && plan.calibrated_us < kCountedStallPhaseUs;
 	plan.reason = std::move(reason);
 	if (const auto it = stalls_.find(key); it != stalls_.end())
 		it->second.at_begin = plan_kind(plan) == models::PlanKind::Pace && plan.calibrated_us >= kCountedStallPhaseUs
@@ -660,8 +671,10 @@ void ModelPlanner::observe_quiet(const hint::Header &phase, double predicted_us,
 	if (predicted_us <= 0 || phases == 0 || total_ns == 0)
 		return;
 	const double mean_us = static_cast<double>(total_ns) / 1000.0 / phases;
-	if (calibration_.record(key_of(phase), predicted_us, mean_us, phases))
+	const models::CalibrationKey key = key_of(phase);
+	if (calibration_.record(key, predicted_us, mean_us, phases))
 		observed_ += phases;
+	loss_check_.skipped(key, phases);
 }
 
 void ModelPlanner::describe(JsonWriter &j) const

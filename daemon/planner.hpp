@@ -69,6 +69,12 @@ struct Plan {
 	// How long the sender of an inert phase may skip alike hints (0: the configured `quiet`;
 	// never more than it): shorter while a lossless verdict settles (models/loss_check.hpp).
 	uint32_t quiet_ms = 0;
+	// The plan changes something, and alike phases that follow it soon may run with the same
+	// settings unseen: the daemon may advise the sender to skip their hints for
+	// `quiet_remedied` and keep the settings that long. Not where the planner must see every
+	// phase (a loss check's trial or floored audits, the learner's exploration, a paced phase
+	// long enough for its stalls to be counted).
+	bool holdable = false;
 
 	bool empty() const
 	{

@@ -53,6 +53,12 @@ LossCheck::Entry *LossCheck::entry(const CalibrationKey &key, bool create)
 	return &it->second;
 }
 
+void LossCheck::skipped(const CalibrationKey &key, uint64_t phases)
+{
+	if (auto it = entries_.find(key); it != entries_.end())
+		it->second.state.phases += phases;
+}
+
 bool LossCheck::needs_counters_at_begin(const Entry &e, bool may_start, bool presumed) const
 {
 	switch (e.state.stage) {

@@ -201,6 +201,9 @@ public:
 			    const LossBudget &budget = {}, bool burst_fits_queue = false, double burst_over_queue = 0);
 	// After the END of a phase of `key` that ran with `applied`.
 	template <class Read> void end(const CalibrationKey &key, PlanKind applied, Read &&read);
+	// `phases` phases of `key` ran without reaching the daemon (its sender skipped their hints
+	// on quiet advice): they count among the key's phases, which schedule its next trial.
+	void skipped(const CalibrationKey &key, uint64_t phases);
 
 	uint64_t trial_phases() const { return trial_phases_; }
 	std::optional<LossCheckState> state(const CalibrationKey &key) const;

@@ -133,6 +133,8 @@ INSTANTIATE_TEST_SUITE_P(
 		Bad{"LossCheckTooLong", "[planner]\nloss_check_phases = 5000", "planner.loss_check_phases: out of range 0 .. 4096"},
 		Bad{"LossCheckNegative", "[planner]\nloss_check_phases = -1", "planner.loss_check_phases: not a valid value"},
 		Bad{"QuietTooLong", "[daemon]\nquiet = \"61s\"", "daemon.quiet: out of range"},
+		Bad{"QuietRemediedTooLong", "[daemon]\nquiet_remedied = \"11s\"", "daemon.quiet_remedied: out of range"},
+		Bad{"QuietRemediedNotATime", "[daemon]\nquiet_remedied = \"briefly\"", "daemon.quiet_remedied: not a valid value"},
 		Bad{"LingerIdleTooLong", "[daemon]\nlinger_idle = \"61s\"", "daemon.linger_idle: out of range"},
 		Bad{"LingerIdleNotATime", "[daemon]\nlinger_idle = \"soon\"", "daemon.linger_idle: not a valid value"},
 		Bad{"RealtimePriorityAboveFifosRange", "[daemon]\nrealtime_priority = 100", "daemon.realtime_priority: out of range 0 .. 99"},
@@ -143,7 +145,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(Config, PlannerSection)
 {
 	auto c = parse_config("[planner]\nmodel = \"default\"\nparameters = \"/var/lib/gappace/p.json\"\n"
-			      "queue_share = 0.75\nfloor_cost = 0.02\nlearn = true\nloss_check_phases = 0\n[pacing]\nframe_overhead = 66\npace_local_peers = false\npacer = \"host\"\n[daemon]\nquiet = \"250ms\"\nlinger_idle = \"2s\"\nrealtime_priority = 0",
+			      "queue_share = 0.75\nfloor_cost = 0.02\nlearn = true\nloss_check_phases = 0\n[pacing]\nframe_overhead = 66\npace_local_peers = false\npacer = \"host\"\n[daemon]\nquiet = \"250ms\"\nquiet_remedied = \"0s\"\nlinger_idle = \"2s\"\nrealtime_priority = 0",
 			      "t.toml");
 	ASSERT_TRUE(c) << c.error().message;
 	EXPECT_EQ(c->planner, "default");
@@ -156,6 +158,7 @@ TEST(Config, PlannerSection)
 	EXPECT_TRUE(c->learn_plans);
 	EXPECT_EQ(c->loss_check_phases, 0u);
 	EXPECT_EQ(c->quiet_ms, 250u);
+	EXPECT_EQ(c->quiet_remedied_ms, 0u);
 	EXPECT_EQ(c->linger_idle_ms, 2000u);
 	EXPECT_EQ(c->realtime_priority, 0u);
 	auto d = parse_config("", "t.toml");
@@ -166,6 +169,7 @@ TEST(Config, PlannerSection)
 	EXPECT_EQ(d->loss_check_phases, 32u) << "the loss check is on";
 	EXPECT_TRUE(d->pace_local_peers) << "a paced phase's same-side connections are paced alike";
 	EXPECT_EQ(d->quiet_ms, 1000u);
+	EXPECT_EQ(d->quiet_remedied_ms, 100u);
 	EXPECT_EQ(d->linger_idle_ms, 2000u) << "settings stay while the connections are idle: a collective after computation starts paced";
 	EXPECT_FALSE(d->host_shaper) << "the daemon installs no qdisc unless told to";
 	EXPECT_EQ(d->realtime_priority, 10u) << "the daemon runs SCHED_FIFO: spinning ranks must not delay a hint";

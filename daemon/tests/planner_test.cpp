@@ -101,6 +101,11 @@ TEST(DefaultPlanner, InertOnlyWhereEveryBurstFitsTheQueue)
 	Plan unremedied = DefaultPlanner().plan(alltoall(65536, GAPPACE_HINT_ALGORITHM_PAIRWISE), peers, off);
 	EXPECT_TRUE(unremedied.empty());
 	EXPECT_FALSE(unremedied.inert);
+	EXPECT_FALSE(unremedied.holdable) << "nothing to hold";
+	// The simple rule gives alike phases the same plan: a remedy may be held through the
+	// phases its sender skips on quiet advice.
+	EXPECT_TRUE(DefaultPlanner().plan(alltoall(65536, GAPPACE_HINT_ALGORITHM_PAIRWISE), peers, no_rto).holdable);
+	EXPECT_FALSE(DefaultPlanner().plan(alltoall(4096, GAPPACE_HINT_ALGORITHM_PAIRWISE), peers, no_rto).holdable);
 }
 
 TEST(DefaultPlanner, RootedKindsAndSwitchedOffRemedies)
@@ -528,11 +533,44 @@ TEST(ModelPlanner, MeasuredPhaseTimesOverrideTheModelsLossVerdict)
 			EXPECT_EQ(plan_kind(plan), models::PlanKind::Rto) << plan.reason;
 			EXPECT_NE(plan.reason.find("measured: rto"), std::string::npos) << plan.reason;
 			EXPECT_GT(floored_unpaced, 100);
+			EXPECT_FALSE(plan.holdable) << "the learner explores: it must see every phase";
 		} else {
 			EXPECT_EQ(plan_kind(plan), models::PlanKind::Pace) << plan.reason;
 			EXPECT_EQ(floored_unpaced, 0);
+			EXPECT_TRUE(plan.holdable) << "the models' pacing of a 4 KB phase: " << plan.reason;
 		}
 	}
+}
+
+// Holding a remedy through the phases its sender skips (Plan::holdable): only where the planner
+// needs no phase's own END. Paced phases long enough for their stalls to be counted (a quarter
+// of the stock RTO) are seen one by one.
+TEST(ModelPlanner, ARemedyIsHeldOnlyWherePhasesNeedNotBeSeenOneByOne)
+{
+	auto peers = cluster_peers();
+	Config config = two_sided();
+	auto planner = model_planner(config);
+	const Plan short_phase = planner->plan(alltoall(16384, GAPPACE_HINT_ALGORITHM_LINEAR), peers, config);
+	ASSERT_FALSE(short_phase.empty()) << short_phase.reason;
+	EXPECT_LT(short_phase.calibrated_us, 50000) << short_phase.reason;
+	EXPECT_TRUE(short_phase.holdable) << short_phase.reason;
+	const Plan long_phase = planner->plan(alltoall(1 << 20, GAPPACE_HINT_ALGORITHM_LINEAR), peers, config);
+	ASSERT_EQ(plan_kind(long_phase), models::PlanKind::Pace) << long_phase.reason;
+	EXPECT_GT(long_phase.calibrated_us, 50000) << long_phase.reason;
+	EXPECT_FALSE(long_phase.holdable) << long_phase.reason;
+	const Plan fits = planner->plan(alltoall(256, GAPPACE_HINT_ALGORITHM_PAIRWISE), peers, config);
+	EXPECT_TRUE(fits.inert) << fits.reason;
+	EXPECT_FALSE(fits.holdable) << "inert: nothing to hold";
+	// Where the loss check may try the key (its counters readable), only once it is sure the
+	// key will never be tried: a burst of 64 x 16 KB is more than twice the queue.
+	models::HostTcpCounters host;
+	planner->set_counter_source([&] { return std::optional<models::HostTcpCounters>(host); });
+	const Plan tried = planner->plan(alltoall(1024, GAPPACE_HINT_ALGORITHM_LINEAR), peers, config);
+	EXPECT_NE(tried.reason.find("loss check: trial"), std::string::npos) << tried.reason;
+	EXPECT_FALSE(tried.holdable) << tried.reason;
+	const Plan never_tried = planner->plan(alltoall(16384, GAPPACE_HINT_ALGORITHM_LINEAR), peers, config);
+	EXPECT_EQ(never_tried.reason.find("loss check"), std::string::npos) << never_tried.reason;
+	EXPECT_TRUE(never_tried.holdable) << never_tried.reason;
 }
 
 // `phases` phases of `phase` on a host whose counters the test moves: each sends 48 segments
@@ -564,7 +602,7 @@ TEST(ModelPlanner, TheHostsCountersOverrideALossVerdictTheyRefute)
 		auto planner = model_planner(config);
 		models::HostTcpCounters host;
 		planner->set_counter_source([&] { return std::optional<models::HostTcpCounters>(host); });
-		int trial = 0, paced = 0, inert = 0, settling = 0, settled = 0;
+		int trial = 0, paced = 0, inert = 0, settling = 0, settled = 0, held = 0;
 		Plan plan;
 		for (int i = 0; i < 100; ++i) {
 			plan = planner->plan(phase, peers, config);
@@ -572,6 +610,9 @@ TEST(ModelPlanner, TheHostsCountersOverrideALossVerdictTheyRefute)
 			trial += kind == models::PlanKind::Rto;
 			paced += kind == models::PlanKind::Pace || kind == models::PlanKind::Both;
 			inert += plan.inert;
+			// The loss check follows this key: its phases are seen one by one.
+			held += plan.holdable;
+			EXPECT_FALSE(plan.holdable && kind == models::PlanKind::Rto) << "a trial phase held, phase " << i;
 			// A new verdict's sender is advised quiet for 100 ms until its first judgment
 			// (1000 segments here), then for the configured period.
 			if (plan.inert && plan.quiet_ms) {
@@ -592,6 +633,7 @@ TEST(ModelPlanner, TheHostsCountersOverrideALossVerdictTheyRefute)
 			EXPECT_EQ(trial, 32) << "a trial of loss_check_phases phases, unpaced with the floor";
 			EXPECT_EQ(paced, 0) << "the trial starts at the key's first phase";
 			EXPECT_EQ(inert, 100 - 32);
+			EXPECT_EQ(held, 0) << "trial phases, then inert ones";
 			EXPECT_EQ(settling, 1000 / 48 + 1) << "the phases up to the first judgment of 1000 segments";
 			EXPECT_EQ(settled, inert - settling);
 			EXPECT_NE(json.find("\"settling\":false"), std::string::npos) << json;
@@ -603,6 +645,7 @@ TEST(ModelPlanner, TheHostsCountersOverrideALossVerdictTheyRefute)
 		} else {
 			EXPECT_EQ(trial, 2) << "the first phase's losses, judged at the second END";
 			EXPECT_EQ(paced, 98);
+			EXPECT_EQ(held, 0) << "a lossy key's next trial waits for a phase count the hosts reach together";
 			EXPECT_EQ(inert, 0);
 			EXPECT_NE(json.find("\"stage\":\"lossy\""), std::string::npos) << json;
 			EXPECT_NE(json.find("\"last_failure\":\"losses\""), std::string::npos) << json;
@@ -628,6 +671,7 @@ TEST(ModelPlanner, TheHostsCountersOverrideALossVerdictTheyRefute)
 			++floored;
 			EXPECT_EQ(plan_kind(plan), models::PlanKind::Rto) << plan.reason;
 			EXPECT_FALSE(plan.inert);
+			EXPECT_FALSE(plan.holdable) << "floored phases are audited one by one";
 			EXPECT_EQ(plan.rto_min_us, config.rto_floor_us);
 			host.segments_sent += 48;
 			host.at_us += 3000;

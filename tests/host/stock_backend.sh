@@ -75,8 +75,10 @@ hints_socket = "$TMP/hints.sock"
 control_socket = "$TMP/control.sock"
 state_file = "$TMP/state.json"
 phase_timeout = "30s"
-# Settings go right after END here (the linger_idle section below turns it on for itself).
+# Settings go right after END here, and every phase reaches the daemon (the linger_idle and
+# quiet_remedied sections below turn those on for themselves).
 linger_idle = "0s"
+quiet_remedied = "0s"
 # This test checks the actuation chain: the simple rule (pace and floor every crossing phase) and
 # rates taken literally. The models' decisions are tested in daemon/tests and by bench-system.
 [planner]
@@ -287,6 +289,42 @@ say end "$phase" >/dev/null
 check "paced phase with tuple peers: recorded" \
 	bash -c "$GAPCTL -j daemon show | jq -e '.history[-1] | .kind==\"allgather\" and .sockets==1 and .resolve_ns>0 and .paced==1' >/dev/null"
 cp "$TMP/good.toml" "$TMP/gappaced.toml"; kill -HUP "$DAEMON_PID"; sleep 0.3
+
+# ---- quiet_remedied: a paced phase brings advice too; the alike phases after it are skipped
+# while its settings stay, through the connection's writes, until the advice runs out
+sed -e 's/^quiet_remedied = "0s"$/quiet_remedied = "1s"/' "$TMP/good.toml" >"$TMP/gappaced.toml"
+grep -q '^quiet_remedied = "1s"$' "$TMP/gappaced.toml" || { echo "FAIL the quiet_remedied config was not written"; exit 1; }
+kill -HUP "$DAEMON_PID"; sleep 0.3
+advice_before=$(counter advice_sent)
+phase=$(say begin alltoall 1048576 10.213.0.2 | awk '/^phase/{print $2}')
+advised_at=$(date +%s%N)
+sleep 0.1
+say end "$phase" >/dev/null
+sleep 0.1
+check "quiet_remedied: a paced phase brings advice ($(counter advice_sent) sent)" test "$(counter advice_sent)" -eq $((advice_before + 1))
+check "quiet_remedied: its record says for how long ($(show | jq -c '.history[-1] | {quiet_advised_ms, paced}'))" \
+	bash -c "$GAPCTL -j daemon show | jq -e '.history[-1] | .quiet_advised_ms == 1000 and .paced == 1' >/dev/null"
+received_before=$(counter hints_received)
+quiet=$(say begin alltoall 1048576 10.213.0.2 | awk '/^phase/{print $2}')
+check "quiet_remedied: the alike phase is skipped: its id has bit 63 ($quiet)" python3 -c "import sys; sys.exit(0 if int('$quiet') >> 63 else 1)"
+check "quiet_remedied: the client writes during it ($(say send 20000))" true
+say end "$quiet" >/dev/null
+sleep 0.3 # past linger (50 ms) and two ticks: only the hold keeps the settings now
+check "quiet_remedied: the skipped phase ran paced, held past linger and the write ($(say pacing))" test "$(say pacing)" = "pacing 12500000"
+check "quiet_remedied: with the route" bash -c "ip -n $NSA route show 10.213.0.2 proto 167 | grep -q rto_min"
+check "quiet_remedied: nothing reached the daemon" test "$(counter hints_received)" -eq "$received_before"
+released=""
+for _ in $(seq 40); do [[ $(say pacing) == "$orig" ]] && { released=1; break; }; sleep 0.05; done
+held_ms=$((($(date +%s%N) - advised_at) / 1000000))
+check "quiet_remedied: released when the advice ran out, and linger and a tick ($held_ms ms after the advice)" \
+	bash -c "[[ -n '$released' ]] && (($held_ms >= 1000))"
+check "quiet_remedied: the route too" bash -c "[[ -z \$(ip -n $NSA route show 10.213.0.2 proto 167) ]]"
+phase=$(say begin alltoall 1048576 10.213.0.2 | awk '/^phase/{print $2}')
+check "quiet_remedied: after the advice the phase is sent again ($phase)" python3 -c "import sys; sys.exit(0 if int('$phase') >> 63 == 0 else 1)"
+sleep 0.2
+check "quiet_remedied: and paced again ($(say pacing))" test "$(say pacing)" = "pacing 12500000"
+say end "$phase" >/dev/null
+cp "$TMP/good.toml" "$TMP/gappaced.toml"; kill -HUP "$DAEMON_PID"; sleep 1.3 # the last advice's hold
 
 # ---- linger_idle: past `linger`, the settings stay while the phase's connection carries
 # nothing new, and go at the first tick after the application writes on it, or at the latest

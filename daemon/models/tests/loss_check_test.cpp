@@ -432,6 +432,25 @@ TEST(LossCheck, ALossyKeyIsTriedAgainAfterAGrowingWait)
 	EXPECT_EQ(check.state(kKey)->retry_at, 2 * LossCheck::kRetryAfterPhases) << "phase 257 failed: next at 512";
 }
 
+// A lossy key's paced phases may be held (quiet advice): its sender skips their hints and sums
+// them up, and the skipped phases count towards the next trial as if they had been seen.
+TEST(LossCheck, SkippedPhasesCountTowardsTheNextTrial)
+{
+	LossCheck check(32);
+	Host host;
+	run_phase(check, host, 0, 1); // phases 1 and 2: the trial fails
+	run_phase(check, host);
+	ASSERT_EQ(check.state(kKey)->stage, LossStage::Lossy);
+	ASSERT_EQ(check.state(kKey)->retry_at, LossCheck::kRetryAfterPhases);
+	check.skipped(kKey, 100);
+	EXPECT_EQ(run_phase(check, host), LossDirective::Model) << "phase 103 of 256";
+	check.skipped(kKey, 200);
+	EXPECT_EQ(check.state(kKey)->phases, 303u);
+	EXPECT_EQ(run_phase(check, host), LossDirective::Trial) << "phase 304: past the retry's 256";
+	check.skipped(CalibrationKey{1, 13, 16}, 1000);
+	EXPECT_FALSE(check.state(CalibrationKey{1, 13, 16})) << "a key the check never saw is not created";
+}
+
 // A burst that fits the whole queue, though not the share the models plan with (6.): a key never
 // checked starts lossless without a trial, under the audits; a verdict its losses end leaves
 // the key lossy, and its next trial is a real one.

@@ -304,6 +304,7 @@ sleep 0.1
 check "quiet_remedied: a paced phase brings advice ($(counter advice_sent) sent)" test "$(counter advice_sent)" -eq $((advice_before + 1))
 check "quiet_remedied: its record says for how long ($(show | jq -c '.history[-1] | {quiet_advised_ms, paced}'))" \
 	bash -c "$GAPCTL -j daemon show | jq -e '.history[-1] | .quiet_advised_ms == 1000 and .paced == 1' >/dev/null"
+check "quiet_remedied: so does gapctl's text" bash -c "$GAPCTL daemon show | grep -q '1 paced, 1 rto; alike phases skipped for 1000 ms; end after'"
 received_before=$(counter hints_received)
 quiet=$(say begin alltoall 1048576 10.213.0.2 | awk '/^phase/{print $2}')
 check "quiet_remedied: the alike phase is skipped: its id has bit 63 ($quiet)" python3 -c "import sys; sys.exit(0 if int('$quiet') >> 63 else 1)"

@@ -283,6 +283,9 @@ int daemon_show(const Invocation &inv, Args raw)
 			     p.value("bytes_per_peer", 0ULL), p["peers"].size(), p.value("comm_size", 0LL),
 			     p.value("carrier", "?").c_str(), p.value("plan", "").c_str(), p.value("sockets", 0ULL),
 			     p.value("paced", 0ULL), p.value("rto", 0ULL));
+		if (p.contains("quiet_advised_ms"))
+			std::fprintf(inv.out, "; alike phases skipped for %llu ms",
+				     p.value("quiet_advised_ms", 0ULL));
 		if (p.contains("ended"))
 			std::fprintf(inv.out, "; %s after %.3f ms", p["ended"].get<std::string>().c_str(),
 				     p.value("duration_ns", 0ULL) / 1e6);

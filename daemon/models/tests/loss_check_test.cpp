@@ -46,6 +46,13 @@ LossDirective run_phase(LossCheck &check, Host &host, uint64_t retransmitted = 0
 	return d;
 }
 
+// A trial that pays a timeout in its first phase: it fails at the second END.
+void fail_a_trial(LossCheck &check, Host &host)
+{
+	run_phase(check, host, 0, 1);
+	run_phase(check, host);
+}
+
 TEST(LossCheck, ALosslessTrialTurnsTheKeyLossless)
 {
 	LossCheck check(8);
@@ -416,8 +423,7 @@ TEST(LossCheck, ALossyKeyIsTriedAgainAfterAGrowingWait)
 {
 	LossCheck check(32);
 	Host host;
-	run_phase(check, host, 0, 1); // phases 1 and 2: the trial fails
-	run_phase(check, host);
+	fail_a_trial(check, host); // phases 1 and 2
 	ASSERT_EQ(check.state(kKey)->stage, LossStage::Lossy);
 	uint64_t phases = 2;
 	while (run_phase(check, host) == LossDirective::Model && phases < 10000)
@@ -426,8 +432,7 @@ TEST(LossCheck, ALossyKeyIsTriedAgainAfterAGrowingWait)
 		<< "the second trial starts at phase 256, the next multiple of the wait (hosts retry together)";
 	EXPECT_EQ(check.state(kKey)->trials, 2u);
 	// It fails again (phases 256 and 257): the wait doubles.
-	run_phase(check, host, 0, 1);
-	run_phase(check, host);
+	fail_a_trial(check, host);
 	ASSERT_EQ(check.state(kKey)->failures, 2u);
 	EXPECT_EQ(check.state(kKey)->retry_at, 2 * LossCheck::kRetryAfterPhases) << "phase 257 failed: next at 512";
 }
@@ -438,8 +443,7 @@ TEST(LossCheck, SkippedPhasesCountTowardsTheNextTrial)
 {
 	LossCheck check(32);
 	Host host;
-	run_phase(check, host, 0, 1); // phases 1 and 2: the trial fails
-	run_phase(check, host);
+	fail_a_trial(check, host); // phases 1 and 2
 	ASSERT_EQ(check.state(kKey)->stage, LossStage::Lossy);
 	ASSERT_EQ(check.state(kKey)->retry_at, LossCheck::kRetryAfterPhases);
 	check.skipped(kKey, 100);
@@ -497,8 +501,7 @@ TEST(LossCheck, CountersAreReadOnlyWhenNeeded)
 {
 	LossCheck check(4);
 	Host host;
-	run_phase(check, host, 0, 1); // a trial that fails: 1 read at BEGIN, 1 at each END
-	run_phase(check, host);
+	fail_a_trial(check, host); // 1 read at BEGIN, 1 at each END
 	ASSERT_EQ(check.state(kKey)->stage, LossStage::Lossy);
 	EXPECT_EQ(host.reads, 3u);
 	for (int i = 0; i < 100; ++i)

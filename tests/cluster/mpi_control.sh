@@ -36,9 +36,10 @@ echo "cluster: ${GPC_HOSTS[*]} (${GPC_HOST_ADDR[*]}), cc $GPC_CC"
 export GAPPACE_HINTS_SOCK=@gappace-hints-$TAG GAPPACE_CONTROL_SOCK=@gappace-ctl-$TAG
 daemon_config() { # HOST_INDEX
 	cat <<CONF
-$(gp_daemon_toml "$TMP/daemons/${GPC_HOSTS[$1]}.state.json")
+$(gp_daemon_toml "$TMP/daemons/${GPC_HOSTS[$1]}.state.json" 'quiet_remedied = "0s"')
 # This test checks the actuation chain: the simple rule (pace and floor every crossing phase) and
-# rates taken literally. The models' decisions are tested in daemon/tests and by bench-system.
+# rates taken literally, every phase at the daemon (no held advice: tests/host/stock_backend.sh
+# tests that). The models' decisions are tested in daemon/tests and by bench-system.
 [planner]
 model = "default"
 [pacing]

@@ -202,7 +202,7 @@ Expected<Config> parse_config(const std::string &text, const std::string &source
 	}
 
 	if (const toml::table *t = section(check, root, "rto")) {
-		check.only_keys(*t, "rto", {"floor", "min", "max", "delack_max", "quickack"});
+		check.only_keys(*t, "rto", {"floor", "min", "max", "delack_max", "quickack", "stock_floor"});
 		// 200 ms is Linux's own TCP_RTO_MIN: an override above it would make things worse.
 		const uint64_t lo = 1000, hi = 200000;
 		if (auto v = check.ranged(*t, "rto", "floor", parse_time_us, "5ms", lo, hi, "1ms .. 200ms"))
@@ -215,6 +215,18 @@ Expected<Config> parse_config(const std::string &text, const std::string &source
 			config.delack_max_us = static_cast<uint32_t>(*v);
 		if (auto v = check.get<bool>(*t, "rto", "quickack", "true or false"))
 			config.rto_quickack = *v;
+		if (auto v = check.get<std::string>(*t, "rto", "stock_floor", "a string")) {
+			if (*v == "auto")
+				config.rto_stock_floor = StockFloor::Auto;
+			else if (*v == "socket")
+				config.rto_stock_floor = StockFloor::Socket;
+			else if (*v == "route")
+				config.rto_stock_floor = StockFloor::Route;
+			else
+				check.fail(t->get("stock_floor")->source(), "rto.stock_floor", "must be \"auto\", \"socket\" or \"route\"");
+		}
+		if (!check.failed() && config.rto_quickack && config.rto_stock_floor == StockFloor::Socket)
+			check.fail(t->source(), "rto.quickack", "needs the floor's route: stock_floor \"route\" or \"auto\"");
 		if (!check.failed() && config.rto_min_us > config.rto_max_us)
 			check.fail(t->source(), "rto", "min is above max");
 		if (!check.failed() && (config.rto_floor_us < config.rto_min_us || config.rto_floor_us > config.rto_max_us))

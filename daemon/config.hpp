@@ -17,6 +17,10 @@
 namespace gp::daemon {
 
 enum class BackendChoice { Auto, Module, Stock };
+// How the stock backend floors a phase's RTO ([rto] stock_floor): each connection's own
+// TCP_RTO_MIN_US (Linux 6.15+), or a host route per peer with a locked rto_min; Auto takes the
+// socket option where the kernel has it and quickack is off (only a route can ask for that).
+enum class StockFloor { Auto, Socket, Route };
 
 // A link that limits the traffic towards a group of hosts: the switch port (or uplink) of
 // capacity `capacity_bps` with an output queue of `queue_packets` frames, which every path to
@@ -81,6 +85,7 @@ struct Config {
 	// segment for the ACKs and bought nothing measured (4+4 hosts, 16 KB: 2-3 times the
 	// timeouts of the route without it, Documentation/control-plane.md, "Backends").
 	bool rto_quickack = false;
+	StockFloor rto_stock_floor = StockFloor::Auto;
 
 	uint32_t queue_packets = 40;		// switch output queue, frames (q)
 	uint32_t mtu = 1500;

@@ -188,6 +188,9 @@ Expected<void> Daemon::setup()
 			return make_error(module.error().err, "backend \"module\": " + module.error().message);
 	}
 	if (!backend_) {
+		if (config_.rto_stock_floor == StockFloor::Socket && !stock::socket_rto_min().available)
+			return make_error(ENOPROTOOPT, "[rto] stock_floor = \"socket\": this kernel has no TCP_RTO_MIN_US "
+						       "(Linux 6.15+); use \"auto\" or \"route\"");
 		std::vector<std::string> notes;
 		auto stock = make_stock_backend(config_.state_file, notes);
 		for (const std::string &n : notes)
@@ -866,6 +869,10 @@ void Daemon::reload_config()
 		if (!planner)
 			next = planner.error();
 	}
+	if (next && next->rto_stock_floor == StockFloor::Socket && std::string_view(backend_->name()) == "stock" &&
+	    !stock::socket_rto_min().available)
+		next = make_error(ENOPROTOOPT, "[rto] stock_floor = \"socket\": this kernel has no TCP_RTO_MIN_US "
+					       "(Linux 6.15+); use \"auto\" or \"route\"");
 	if (!next) {
 		++counters_.config_errors;
 		recent_errors_.push_back("reload: " + next.error().message);

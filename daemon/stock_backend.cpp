@@ -1,5 +1,6 @@
-// The stock backend: SO_MAX_PACING_RATE on the sender's sockets and per-peer host routes with
-// a locked rto_min (and quickack with [rto] quickack), through gp::stock (daemon/stock), which records every change
+// The stock backend: SO_MAX_PACING_RATE on the sender's sockets, and the RTO floor as their
+// own TCP_RTO_MIN_US (Linux 6.15+) or as per-peer host routes with a locked rto_min (and
+// quickack with [rto] quickack), through gp::stock (daemon/stock), which records every change
 // in the state file before making it. With [pacing] pacer = "host", the connections that share
 // a bottleneck are steered into one token bucket per device instead (daemon/stock/shaper.cpp).
 #include <algorithm>
@@ -43,6 +44,13 @@ struct DeviceShaper {
 	uint32_t burst_frames = 1; // the last phase's Plan::bucket_burst_frames
 };
 
+// A socket whose own RTO minimum a phase floored (TCP_RTO_MIN_US).
+struct SharedFloor {
+	pid_t pid = 0;
+	uint64_t inode = 0;
+	int holders = 0;
+};
+
 struct SharedRoute {
 	Endpoint peer;
 	int holders = 0;
@@ -70,6 +78,11 @@ public:
 			pace(r, *c.socket, c.payload_bps, applied, errors);
 		if (!r.plan->rto_min_us)
 			return;
+		if (floors_sockets(*r.config)) {
+			for (const TargetSocket &t : r.sockets)
+				floor(r, t, applied, errors);
+			return;
+		}
 		// One route per peer host that the sender really has a connection to.
 		std::map<std::string, Endpoint> hosts;
 		for (const TargetSocket &t : r.sockets) {
@@ -119,6 +132,13 @@ public:
 					lowered.insert(it->second.ifindex);
 				}
 				steered_.erase(it);
+			} else if (key.starts_with("rto ")) {
+				auto it = floors_held_.find(key);
+				if (it == floors_held_.end() || --it->second.holders > 0)
+					continue;
+				if (auto done = pacing_.unfloor_rto(it->second.pid, it->second.inode); !done && done.error().err != ENOENT)
+					errors.push_back(key + ": " + done.error().message);
+				floors_held_.erase(it);
 			} else if (key.starts_with("pacing ")) {
 				auto it = pacing_held_.find(key);
 				if (it == pacing_held_.end() || --it->second.holders > 0)
@@ -162,6 +182,7 @@ public:
 		if (auto done = routes_.revert_all(); !done)
 			errors.push_back("routes: " + done.error().message);
 		pacing_held_.clear();
+		floors_held_.clear();
 		routes_held_.clear();
 		if (auto done = store_.flush(); !done)
 			errors.push_back("state file: " + done.error().message);
@@ -197,6 +218,14 @@ public:
 			out["shaper " + std::to_string(ifindex)] =
 				"bucket " + format_rate(settings.bytes_per_second * 8) + " (frames without preamble), " +
 				std::to_string(devices_.count(ifindex) ? devices_.at(ifindex).sockets : 0) + " socket(s)";
+		for (const auto &[key, f] : floors_held_) {
+			uint32_t rto_min_us = 0; // as the socket reads it back
+			for (const stock::PacingRecord &record : store_.state().pacing)
+				if (record.pid == f.pid && record.inode == f.inode)
+					rto_min_us = record.applied_rto_min_us;
+			out[key] = "rto_min " + std::to_string(rto_min_us) + " us (TCP_RTO_MIN_US), " +
+				   std::to_string(f.holders) + " phase(s)";
+		}
 		for (const auto &[key, r] : routes_held_)
 			out[key] = "rto_min " + std::to_string(r.rto_min_ms) + " ms lock, " + (r.quickack ? "quickack 1, " : "") +
 				   std::to_string(r.holders) + " phase(s)";
@@ -230,6 +259,44 @@ private:
 		const uint64_t bucket_rate = bucket_payload_rate_bps(devices_[ifindex].bytes_per_second, *r.config,
 								       t.socket.remote.family);
 		return {&t, std::max(own_cap(r, t), bucket_rate)};
+	}
+
+	// [rto] stock_floor: each socket's own TCP_RTO_MIN_US where the kernel has it, which acts
+	// on the phase's connections alone, not on every connection towards their peers (other
+	// jobs', new ones), and needs no route of ours where somebody else's host routes are.
+	// quickack is a route metric: with it, the route.
+	static bool floors_sockets(const Config &config)
+	{
+		switch (config.rto_stock_floor) {
+		case StockFloor::Socket:
+			return true;
+		case StockFloor::Route:
+			return false;
+		case StockFloor::Auto:
+			break;
+		}
+		return !config.rto_quickack && stock::socket_rto_min().available;
+	}
+
+	// One socket's RTO floor, shared by the phases that hold it: the first one's stays (as
+	// a route does).
+	void floor(const ApplyRequest &r, const TargetSocket &t, Applied &applied, std::vector<std::string> &errors)
+	{
+		const std::string key = "rto " + std::to_string(r.pid) + " " + std::to_string(t.socket.inode);
+		SharedFloor &f = floors_held_[key];
+		if (!f.holders) {
+			if (auto done = pacing_.floor_rto(r.pid, t.socket.inode, r.plan->rto_min_us, t.fd_in_process); !done) {
+				errors.push_back("rto " + format_endpoint(t.socket.local) + "->" +
+						 format_endpoint(t.socket.remote) + ": " + done.error().message);
+				floors_held_.erase(key);
+				return;
+			}
+			f.pid = r.pid;
+			f.inode = t.socket.inode;
+		}
+		++f.holders;
+		applied.keys.push_back(key);
+		++applied.rto;
 	}
 
 	// One socket's own cap (SO_MAX_PACING_RATE), shared by the phases that hold it.
@@ -390,6 +457,7 @@ private:
 	int tso_sizing_holders_ = 0; // phases of long messages with steered sockets (hold_tso_sizing)
 	uint32_t mtu_ = 1500;
 	std::map<std::string, SharedPacing> pacing_held_;
+	std::map<std::string, SharedFloor> floors_held_;
 	std::map<std::string, SharedRoute> routes_held_;
 	std::map<std::string, SharedSteer> steered_;
 	std::map<uint32_t, DeviceShaper> devices_;
@@ -405,7 +473,7 @@ Expected<std::unique_ptr<Backend>> make_stock_backend(const std::string &state_f
 		return report.error();
 	if (report->routes_deleted || report->pacing_restored || report->already_gone || report->tso_rtt_log_restored)
 		log.push_back("restored what a previous daemon left: " + std::to_string(report->routes_deleted) +
-			      " routes deleted, " + std::to_string(report->pacing_restored) + " sockets' pacing restored, " +
+			      " routes deleted, " + std::to_string(report->pacing_restored) + " sockets' settings restored, " +
 			      std::to_string(report->already_gone) + " already gone" +
 			      (report->tso_rtt_log_restored ? ", tcp_tso_rtt_log put back" : ""));
 	for (const Error &e : report->failures)

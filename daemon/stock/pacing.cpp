@@ -1,4 +1,5 @@
-// The pacing actuator: SO_MAX_PACING_RATE on the application's own socket.
+// The socket actuator: SO_MAX_PACING_RATE, SO_PRIORITY (steering into a host shaper) and
+// TCP_RTO_MIN_US on the application's own socket.
 //
 // Since Linux 4.13 TCP paces by itself (an hrtimer per socket) as soon as
 // SO_MAX_PACING_RATE is set, so no fq qdisc is needed. The kernel never turns that internal
@@ -10,6 +11,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,6 +27,10 @@
 #endif
 #ifndef SYS_pidfd_getfd
 #define SYS_pidfd_getfd 438
+#endif
+// Linux 6.15's uapi; Debian 12's headers predate it.
+#ifndef TCP_RTO_MIN_US
+#define TCP_RTO_MIN_US 45
 #endif
 
 namespace gp::stock {
@@ -100,7 +106,21 @@ Expected<void> uncap_socket(int socket, uint64_t original, std::optional<uint64_
 	return set_max_pacing_rate(socket, original);
 }
 
-// The original rate of a record, put back on its socket.
+// The RTO minimum the socket had before us, put back if it still has `ours` (as it read back
+// after our change); with nullopt, whatever it has (a crash's record, as for the cap).
+Expected<void> unfloor_socket(int socket, uint32_t original, std::optional<uint32_t> ours)
+{
+	if (ours) {
+		auto now = get_rto_min_us(socket);
+		if (!now)
+			return now.error();
+		if (*now != *ours)
+			return {};
+	}
+	return set_rto_min_us(socket, original);
+}
+
+// The original settings of a record, put back on its socket.
 Expected<detail::Undone> put_back(const PacingRecord &record)
 {
 	auto borrowed = duplicate_process_socket(record.pid, record.inode, record.start_time, record.fd);
@@ -113,7 +133,9 @@ Expected<detail::Undone> put_back(const PacingRecord &record)
 	Expected<void> set;
 	if (record.original_priority)
 		set = unsteer_socket(socket, *record.original_priority);
-	if (set && (record.applied_bytes_per_second || !record.original_priority))
+	if (set && record.original_rto_min_us)
+		set = unfloor_socket(socket, *record.original_rto_min_us, std::nullopt);
+	if (set && (record.applied_bytes_per_second || (!record.original_priority && !record.original_rto_min_us)))
 		set = uncap_socket(socket, record.original_bytes_per_second, std::nullopt);
 	if (!set)
 		return detail::with_context(set.error(), socket_name(record.pid, record.inode));
@@ -254,6 +276,56 @@ Expected<void> set_max_pacing_rate(int socket_fd, uint64_t bytes_per_second)
 	return {};
 }
 
+Expected<uint32_t> get_rto_min_us(int socket_fd)
+{
+	int microseconds = 0;
+	socklen_t len = sizeof(microseconds);
+	if (getsockopt(socket_fd, IPPROTO_TCP, TCP_RTO_MIN_US, &microseconds, &len) < 0) {
+		const int err = errno;
+		if (err == ENOPROTOOPT)
+			return make_error(err, "this kernel has no TCP_RTO_MIN_US (Linux 6.15+)");
+		return system_error(err, "getsockopt(TCP_RTO_MIN_US)");
+	}
+	return static_cast<uint32_t>(microseconds);
+}
+
+Expected<void> set_rto_min_us(int socket_fd, uint32_t microseconds)
+{
+	const int value = static_cast<int>(std::min<uint32_t>(microseconds, INT32_MAX));
+	if (setsockopt(socket_fd, IPPROTO_TCP, TCP_RTO_MIN_US, &value, sizeof(value)) < 0) {
+		const int err = errno;
+		if (err == ENOPROTOOPT)
+			return make_error(err, "this kernel has no TCP_RTO_MIN_US (Linux 6.15+)");
+		return system_error(err, "setsockopt(TCP_RTO_MIN_US, " + std::to_string(microseconds) + ")");
+	}
+	return {};
+}
+
+uint32_t SocketRtoMin::clamp(uint32_t microseconds) const
+{
+	return std::clamp(microseconds, smallest_us, kLargestUs);
+}
+
+const SocketRtoMin &socket_rto_min()
+{
+	static const SocketRtoMin probed = [] {
+		SocketRtoMin out;
+		UniqueFd probe(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+		if (!probe)
+			probe.reset(socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0));
+		out.available = probe && get_rto_min_us(probe.get()).has_value();
+		// The option refuses less than TCP_TIMEOUT_MIN, two jiffies; the coarse clocks tick
+		// once a jiffy. 20 ms (HZ=100) if the clock will not say.
+		timespec tick{};
+		const uint64_t tick_ns = clock_getres(CLOCK_MONOTONIC_COARSE, &tick) == 0 && tick.tv_sec == 0 && tick.tv_nsec > 0
+						 ? static_cast<uint64_t>(tick.tv_nsec)
+						 : 10'000'000;
+		out.smallest_us = static_cast<uint32_t>(std::min<uint64_t>((2 * tick_ns + 999) / 1000, SocketRtoMin::kLargestUs));
+		return out;
+	}();
+	return probed;
+}
+
 Expected<uint64_t> pacing_bytes_per_second(uint64_t bits_per_second)
 {
 	if (bits_per_second < 8)
@@ -299,15 +371,25 @@ Expected<void> PacingActuator::apply(pid_t pid, uint64_t inode, uint64_t bits_pe
 	auto bytes_per_second = pacing_bytes_per_second(bits_per_second);
 	if (!bytes_per_second)
 		return bytes_per_second.error();
-	return change(pid, inode, fd_hint, *bytes_per_second);
+	return change(pid, inode, fd_hint, kRate, *bytes_per_second);
 }
 
 Expected<void> PacingActuator::steer(pid_t pid, uint64_t inode, int fd_hint)
 {
-	return change(pid, inode, fd_hint, std::nullopt);
+	return change(pid, inode, fd_hint, kPriority, 0);
 }
 
-Expected<void> PacingActuator::change(pid_t pid, uint64_t inode, int fd_hint, std::optional<uint64_t> bytes_per_second)
+Expected<void> PacingActuator::floor_rto(pid_t pid, uint64_t inode, uint32_t microseconds, int fd_hint)
+{
+	const SocketRtoMin &option = socket_rto_min();
+	if (!option.available)
+		return make_error(ENOPROTOOPT, "this kernel has no TCP_RTO_MIN_US (Linux 6.15+)");
+	if (microseconds == 0)
+		return make_error(EINVAL, "an RTO floor of 0 us");
+	return change(pid, inode, fd_hint, kRtoMin, option.clamp(microseconds));
+}
+
+Expected<void> PacingActuator::change(pid_t pid, uint64_t inode, int fd_hint, Setting setting, uint64_t value)
 {
 	if (inode == 0)
 		return make_error(EINVAL, "invalid socket inode 0");
@@ -338,8 +420,7 @@ Expected<void> PacingActuator::change(pid_t pid, uint64_t inode, int fd_hint, st
 		record.inode = inode;
 		record.original_bytes_per_second = *original;
 	}
-	const bool steering = !bytes_per_second;
-	if (steering && !record.original_priority) {
+	if (setting == kPriority && !record.original_priority) {
 		auto original = get_priority(socket);
 		if (!original)
 			return detail::with_context(original.error(), socket_name(pid, inode));
@@ -351,18 +432,26 @@ Expected<void> PacingActuator::change(pid_t pid, uint64_t inode, int fd_hint, st
 							 " is its process's (a VLAN priority or a qdisc band): not steered");
 		record.original_priority = *original;
 	}
-	record.fd = borrowed->fd_in_process;
-	if (bytes_per_second)
-		record.applied_bytes_per_second = *bytes_per_second;
-
-	// On disk before the socket changes: a crash after this line leaves a record to undo. A
-	// socket we hold a record of already only changes its cap, which restoring ignores.
-	if (previous && previous->fd == record.fd && previous->original_priority == record.original_priority) {
-		store_.update(record);
-	} else if (auto saved = store_.put(record); !saved) {
-		return saved.error();
+	if (setting == kRtoMin && !record.original_rto_min_us) {
+		auto original = get_rto_min_us(socket);
+		if (!original)
+			return detail::with_context(original.error(), socket_name(pid, inode));
+		record.original_rto_min_us = *original;
 	}
-	auto set = steering ? set_priority(socket, kShaperSteering) : set_max_pacing_rate(socket, *bytes_per_second);
+	record.fd = borrowed->fd_in_process;
+	if (setting == kRate)
+		record.applied_bytes_per_second = value;
+	if (setting == kRtoMin)
+		record.applied_rto_min_us = static_cast<uint32_t>(value);
+
+	// On disk before the socket changes: a crash after this line leaves a record to undo.
+	// put() writes only what restoring depends on (who holds the socket, the originals, which
+	// settings are ours), so a new cap or floor on a recorded socket costs no write.
+	if (auto saved = store_.put(record); !saved)
+		return saved.error();
+	Expected<void> set = setting == kPriority ? set_priority(socket, kShaperSteering)
+			     : setting == kRate	  ? set_max_pacing_rate(socket, value)
+						  : set_rto_min_us(socket, static_cast<uint32_t>(value));
 	if (!set) {
 		// The socket kept its setting: the record must say what is true again.
 		if (previous)
@@ -371,25 +460,37 @@ Expected<void> PacingActuator::change(pid_t pid, uint64_t inode, int fd_hint, st
 			store_.erase_pacing(pid, start_time, inode);
 		return detail::with_context(set.error(), socket_name(pid, inode));
 	}
+	if (setting == kRtoMin) {
+		// The kernel keeps whole jiffies: the revert compares with what the socket says now.
+		if (auto now = get_rto_min_us(socket); now && *now != record.applied_rto_min_us) {
+			record.applied_rto_min_us = *now;
+			store_.update(record);
+		}
+	}
 	return {};
 }
 
 Expected<void> PacingActuator::revert(pid_t pid, uint64_t inode)
 {
-	return undo(pid, inode, true, true);
+	return undo(pid, inode, kRate | kPriority | kRtoMin);
 }
 
 Expected<void> PacingActuator::revert_rate(pid_t pid, uint64_t inode)
 {
-	return undo(pid, inode, true, false);
+	return undo(pid, inode, kRate);
 }
 
 Expected<void> PacingActuator::unsteer(pid_t pid, uint64_t inode)
 {
-	return undo(pid, inode, false, true);
+	return undo(pid, inode, kPriority);
 }
 
-Expected<void> PacingActuator::undo(pid_t pid, uint64_t inode, bool rate, bool priority)
+Expected<void> PacingActuator::unfloor_rto(pid_t pid, uint64_t inode)
+{
+	return undo(pid, inode, kRtoMin);
+}
+
+Expected<void> PacingActuator::undo(pid_t pid, uint64_t inode, unsigned settings)
 {
 	const PacingRecord *found = nullptr;
 	for (const PacingRecord &record : store_.state().pacing) {
@@ -399,16 +500,22 @@ Expected<void> PacingActuator::undo(pid_t pid, uint64_t inode, bool rate, bool p
 	if (!found)
 		return make_error(ENOENT, "no pacing was applied to " + socket_name(pid, inode));
 	const PacingRecord record = *found;
-	const bool capped = record.applied_bytes_per_second != 0, steered = record.original_priority.has_value();
-	const bool undo_rate = rate && capped, undo_priority = priority && steered;
-	// The other setting stays applied: only the asked one goes back, and the record stays.
-	const bool keeps = (capped && !undo_rate) || (steered && !undo_priority);
-	if (keeps && !undo_rate && !undo_priority)
+	const bool capped = record.applied_bytes_per_second != 0, steered = record.original_priority.has_value(),
+		   floored = record.original_rto_min_us.has_value();
+	const bool undo_rate = (settings & kRate) && capped, undo_priority = (settings & kPriority) && steered,
+		   undo_rto = (settings & kRtoMin) && floored;
+	// The other settings stay applied: only the asked ones go back, and the record stays.
+	const bool keeps = (capped && !undo_rate) || (steered && !undo_priority) || (floored && !undo_rto);
+	if (keeps && !undo_rate && !undo_priority && !undo_rto)
 		return {};
 	// The daemon knows the cap it set last: a socket whose process changed it since keeps its own.
 	auto restore = [&](int socket) -> Expected<void> {
 		if (undo_priority) {
 			if (auto set = unsteer_socket(socket, *record.original_priority); !set)
+				return set;
+		}
+		if (undo_rto) {
+			if (auto set = unfloor_socket(socket, *record.original_rto_min_us, record.applied_rto_min_us); !set)
 				return set;
 		}
 		if (undo_rate)
@@ -437,6 +544,10 @@ Expected<void> PacingActuator::undo(pid_t pid, uint64_t inode, bool rate, bool p
 			rest.applied_bytes_per_second = 0;
 		if (undo_priority)
 			rest.original_priority.reset();
+		if (undo_rto) {
+			rest.original_rto_min_us.reset();
+			rest.applied_rto_min_us = 0;
+		}
 		return store_.put(rest);
 	}
 	auto erased = store_.erase_pacing(record.pid, record.start_time, record.inode);

@@ -147,6 +147,13 @@ Expected<PacingRecord> parse_pacing(const json &item, size_t index)
 		if (take(fields.unsigned_number("original_priority", UINT32_MAX), priority, error))
 			record.original_priority = static_cast<uint32_t>(priority);
 	}
+	if (item.contains("original_rto_min_us")) { // only for sockets whose RTO we floored
+		uint64_t original = 0, applied = 0;
+		if (take(fields.unsigned_number("original_rto_min_us", UINT32_MAX), original, error))
+			record.original_rto_min_us = static_cast<uint32_t>(original);
+		if (take(fields.unsigned_number("applied_rto_min_us", UINT32_MAX), applied, error))
+			record.applied_rto_min_us = static_cast<uint32_t>(applied);
+	}
 	if (error)
 		return *error;
 	if (pid == 0)
@@ -240,6 +247,10 @@ std::string serialize_state(const StockState &state)
 		out.field("applied_bytes_per_second", pacing.applied_bytes_per_second);
 		if (pacing.original_priority)
 			out.field("original_priority", static_cast<uint64_t>(*pacing.original_priority));
+		if (pacing.original_rto_min_us) {
+			out.field("original_rto_min_us", static_cast<uint64_t>(*pacing.original_rto_min_us));
+			out.field("applied_rto_min_us", static_cast<uint64_t>(pacing.applied_rto_min_us));
+		}
 		out.end_object();
 	}
 	out.end_array();
@@ -423,13 +434,14 @@ void put_record(std::vector<Record> &records, const Record &record, SameKey same
 		records.push_back(record);
 }
 
-// Restoring a paced socket needs who holds it and its original rate; the applied cap may
-// differ from the file's.
+// Restoring a socket needs who holds it, its originals and which settings are ours; the
+// applied cap and floor may differ from the file's.
 bool restores_alike(const PacingRecord &a, const PacingRecord &b)
 {
 	return a.pid == b.pid && a.start_time == b.start_time && a.inode == b.inode && a.fd == b.fd &&
 	       a.original_bytes_per_second == b.original_bytes_per_second && a.original_priority == b.original_priority &&
-	       (a.applied_bytes_per_second == 0) == (b.applied_bytes_per_second == 0);
+	       (a.applied_bytes_per_second == 0) == (b.applied_bytes_per_second == 0) &&
+	       a.original_rto_min_us == b.original_rto_min_us;
 }
 
 } // namespace

@@ -3,8 +3,10 @@
 //
 //   * pacing   SO_MAX_PACING_RATE on the application's own TCP socket, reached through
 //              pidfd_getfd(). TCP paces internally once the option is set (no fq qdisc needed).
-//   * RTO      a host route to the peer with the same nexthop as the route in use, plus the
-//              locked metric rto_min and quickack 1, marked with our route protocol.
+//   * RTO      on Linux 6.15+, TCP_RTO_MIN_US on the application's own socket, like pacing;
+//              else (or with quickack) a host route to the peer with the same nexthop as the
+//              route in use, plus the locked metric rto_min and quickack 1, marked with our
+//              route protocol.
 //   * shaper   instead of a socket's own pacing: one token bucket per device that every
 //              socket steered into it (SO_PRIORITY) shares, so that a host never sends more
 //              than its share of a bottleneck, not even when all its flows start at once.
@@ -109,6 +111,9 @@ struct PacingRecord {
 	uint64_t applied_bytes_per_second = 0;	// 0: we left the rate alone (steered only)
 	// SO_PRIORITY before we steered the socket into a host shaper; nullopt: never steered.
 	std::optional<uint32_t> original_priority;
+	// TCP_RTO_MIN_US before we floored the socket's RTO; nullopt: never floored.
+	std::optional<uint32_t> original_rto_min_us;
+	uint32_t applied_rto_min_us = 0; // the floor as the socket reads it back; 0: none now
 	bool operator==(const PacingRecord &) const = default;
 };
 
@@ -232,7 +237,28 @@ Expected<void> set_max_pacing_rate(int socket_fd, uint64_t bytes_per_second);
 // EINVAL for 0 and for rates below 8 bit/s.
 Expected<uint64_t> pacing_bytes_per_second(uint64_t bits_per_second);
 
-// Caps the pacing rate of applications' sockets, and puts back what was there before.
+// TCP_RTO_MIN_US (Linux 6.15+): a socket's own minimum RTO, in microseconds as the socket
+// reads it back (the kernel keeps jiffies: a value is rounded up to whole ones). The kernel
+// derives the delayed-ACK ceiling from it too (one jiffy below it), and a route's locked
+// rto_min, where there is one, overrides it. ENOPROTOOPT on older kernels.
+Expected<uint32_t> get_rto_min_us(int socket_fd);
+Expected<void> set_rto_min_us(int socket_fd, uint32_t microseconds);
+
+// Whether this kernel has TCP_RTO_MIN_US, and the range it takes: from two jiffies
+// (TCP_TIMEOUT_MIN; a jiffy is the resolution of CLOCK_MONOTONIC_COARSE) to 200 ms.
+struct SocketRtoMin {
+	bool available = false;
+	uint32_t smallest_us = 0;
+	static constexpr uint32_t kLargestUs = 200000; // TCP_RTO_MIN
+	// `microseconds` within the range the option takes.
+	uint32_t clamp(uint32_t microseconds) const;
+};
+// Probed once per process, on a socket of its own.
+const SocketRtoMin &socket_rto_min();
+
+// The socket actuator: caps the pacing rate of applications' sockets, steers them into a host
+// shaper, floors their RTO, and puts back what was there before. One record per socket holds
+// the originals of all three.
 class PacingActuator {
 public:
 	explicit PacingActuator(StateStore &store) : store_(store) {}
@@ -247,22 +273,28 @@ public:
 	// to a socket records its current priority as the original. EBUSY, nothing changed, for
 	// a socket whose process set a priority of its own (not 0).
 	Expected<void> steer(pid_t pid, uint64_t inode, int fd_hint = -1);
-	// Puts the original rate (and priority, if steered) back. A socket or process that is
-	// gone counts as reverted. A setting the socket's process changed since we made ours is
-	// its own and stays. ENOENT if we never applied anything to that socket.
+	// Floors the socket's RTO: TCP_RTO_MIN_US = `microseconds` (clamped to what the option
+	// takes, SocketRtoMin). The first floor records the socket's own minimum as the original.
+	// ENOPROTOOPT, nothing changed, on kernels without the option.
+	Expected<void> floor_rto(pid_t pid, uint64_t inode, uint32_t microseconds, int fd_hint = -1);
+	// Puts the original rate, priority and RTO minimum back, whichever we changed. A socket or
+	// process that is gone counts as reverted. A setting the socket's process changed since
+	// we made ours is its own and stays. ENOENT if we never applied anything to that socket.
 	Expected<void> revert(pid_t pid, uint64_t inode);
-	// Half of revert(), for a socket both capped and steered (by overlapping phases): the
-	// original rate, or the original priority, goes back and the other setting stays.
+	// Parts of revert(), for a socket that overlapping phases changed in several ways: the
+	// original rate, priority or RTO minimum goes back and the other settings stay.
 	Expected<void> revert_rate(pid_t pid, uint64_t inode);
 	Expected<void> unsteer(pid_t pid, uint64_t inode);
+	Expected<void> unfloor_rto(pid_t pid, uint64_t inode);
 	// Reverts every socket; tries them all and returns the first failure.
 	Expected<void> revert_all();
 
 private:
-	Expected<void> undo(pid_t pid, uint64_t inode, bool rate, bool priority);
-	// Records the socket's original settings (first change only), then makes the change: the
-	// cap `bytes_per_second`, or with nullopt, the steering.
-	Expected<void> change(pid_t pid, uint64_t inode, int fd_hint, std::optional<uint64_t> bytes_per_second);
+	enum Setting : unsigned { kRate = 1, kPriority = 2, kRtoMin = 4 };
+	Expected<void> undo(pid_t pid, uint64_t inode, unsigned settings);
+	// Records the socket's original setting (first change of it only), then makes the change:
+	// the cap (`value` in bytes/s), the steering (no value), or the RTO floor (microseconds).
+	Expected<void> change(pid_t pid, uint64_t inode, int fd_hint, Setting setting, uint64_t value);
 
 	// An open pidfd per process we change sockets of, with the start time checked when it
 	// was opened: a pidfd keeps naming that process, so later changes need neither a new
@@ -461,7 +493,7 @@ Expected<size_t> purge_routes();
 
 struct RestoreReport {
 	size_t routes_deleted = 0;	   // our routes that were still there
-	size_t pacing_restored = 0;	   // sockets whose original rate we put back
+	size_t pacing_restored = 0;	   // sockets whose original rate, priority or RTO minimum we put back
 	size_t already_gone = 0;	   // routes/sockets/processes that no longer existed
 	bool tso_rtt_log_restored = false; // tcp_tso_rtt_log put back (TsoSizing)
 	std::vector<Error> failures;	   // what could not be undone (kept in the state file)

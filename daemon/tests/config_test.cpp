@@ -15,6 +15,7 @@ TEST(Config, EmptyFileMeansDefaults)
 	EXPECT_TRUE(c->rto);
 	EXPECT_EQ(c->rto_floor_us, 5000u);
 	EXPECT_FALSE(c->rto_quickack);
+	EXPECT_EQ(c->rto_stock_floor, StockFloor::Auto);
 	EXPECT_EQ(c->queue_packets, 40u);
 	EXPECT_TRUE(c->bottlenecks.empty());
 }
@@ -39,6 +40,7 @@ min = "2ms"
 max = "100ms"
 delack_max = "4ms"
 quickack = true
+stock_floor = "route"
 [pacing]
 queue_packets = 100
 mtu = 9000
@@ -66,6 +68,7 @@ prefixes = ["10.1.0.0/24"]
 	EXPECT_EQ(c->rto_floor_us, 8000u);
 	EXPECT_EQ(*c->delack_max_us, 4000u);
 	EXPECT_TRUE(c->rto_quickack);
+	EXPECT_EQ(c->rto_stock_floor, StockFloor::Route);
 	EXPECT_EQ(c->mtu, 9000u);
 	EXPECT_EQ(c->min_rate_bps, 10000000u);
 	ASSERT_EQ(c->links.size(), 1u);
@@ -107,6 +110,11 @@ INSTANTIATE_TEST_SUITE_P(
 		Bad{"FloorOutsideBounds", "[rto]\nmin = \"10ms\"\nfloor = \"5ms\"", "outside [rto.min, rto.max]"},
 		Bad{"BadBool", "[remedies]\npacing = \"yes\"", "remedies.pacing: must be true or false"},
 		Bad{"BadQuickack", "[rto]\nquickack = 1", "rto.quickack: must be true or false"},
+		Bad{"UnknownStockFloor", "[rto]\nstock_floor = \"sysctl\"",
+		    "bad.toml:2: rto.stock_floor: must be \"auto\", \"socket\" or \"route\""},
+		Bad{"StockFloorNotAString", "[rto]\nstock_floor = true", "rto.stock_floor: must be a string"},
+		Bad{"QuickackOnTheSocketsFloor", "[rto]\nstock_floor = \"socket\"\nquickack = true",
+		    "rto.quickack: needs the floor's route"},
 		Bad{"BadRate", "[[bottleneck]]\nname=\"a\"\ncapacity=\"fast\"\nprefixes=[\"10.0.0.0/8\"]",
 		    "bottleneck.capacity: not a valid value"},
 		Bad{"NoPrefixes", "[[bottleneck]]\nname=\"a\"\ncapacity=\"1gbit\"", "bottleneck.prefixes: required"},
@@ -189,6 +197,25 @@ TEST(Config, MissingFileIsENOENT)
 	auto c = load_config("/nonexistent/gappaced.toml");
 	ASSERT_FALSE(c);
 	EXPECT_EQ(c.error().err, ENOENT);
+}
+
+} // namespace
+} // namespace gp::daemon
+
+namespace gp::daemon {
+namespace {
+
+TEST(Config, StockFloorChoices)
+{
+	for (const auto &[text, want] : {std::pair{"auto", StockFloor::Auto}, std::pair{"socket", StockFloor::Socket},
+					 std::pair{"route", StockFloor::Route}}) {
+		auto c = parse_config(std::string("[rto]\nstock_floor = \"") + text + "\"", "t.toml");
+		ASSERT_TRUE(c) << c.error().message;
+		EXPECT_EQ(c->rto_stock_floor, want) << text;
+	}
+	// quickack is a route metric: with "auto" it takes the route, and is accepted.
+	auto c = parse_config("[rto]\nstock_floor = \"auto\"\nquickack = true", "t.toml");
+	ASSERT_TRUE(c) << c.error().message;
 }
 
 } // namespace

@@ -4,8 +4,10 @@
 # collectives program launched one rank per host with the PMPI shim preloaded. Asserts:
 #   * every host's daemon received alltoall and bcast phases of the job with the right kind,
 #     bytes per peer, communicator size and TCP tuples of the rank's own connections;
-#   * the per-peer settings were live during phases (sampled: `ip route show proto 167` with
-#     rto_min lock 5ms, and `ss -ti` of the rank's sockets with a pacing cap);
+#   * the settings were live during phases (sampled: `ss -ti` of the rank's sockets with a
+#     pacing cap; the RTO floor as an RTO below Linux's 200 ms minimum on one of them where the
+#     kernel has TCP_RTO_MIN_US (Linux 6.15+, the default [rto] stock_floor there), else as
+#     `ip route show proto 167` with rto_min lock 5ms);
 #   * nothing is left afterwards (no proto 167 route, unlimited pacing, empty state files).
 #
 # usage: mpi_control.sh BUILD_DIR [openmpi|mpich ...]     (root; bounded; cleans up)
@@ -95,7 +97,14 @@ for flavour in "${FLAVOURS[@]}"; do
 		check "$h: nothing left (no route, empty state)" \
 			bash -c "for _ in \$(seq 40); do [[ -z \$(ip -n $ns route show proto 167) ]] && jq -e '(.routes|length)==0 and (.pacing|length)==0' $TMP/daemons/$h.state.json >/dev/null && exit 0; sleep 0.1; done; exit 1"
 	done
-	check "during phases: route with rto_min lock 5ms seen on h1" grep -q "route: .*rto_min lock 5ms" "$TMP/samples.$flavour"
+	if ip netns exec "$h1ns" python3 -c 'import socket; socket.socket().getsockopt(socket.IPPROTO_TCP, 45)' 2>/dev/null; then
+		# TCP_RTO_MIN_US there: the floor is the sockets' own; an RTO under 200 ms shows it.
+		check "during phases: a rank socket with an RTO below 200 ms seen on h1 (the floor, TCP_RTO_MIN_US)" \
+			grep -Eq "ss: .* rto:1?[0-9]?[0-9](\.[0-9]+)? " "$TMP/samples.$flavour"
+		check "during phases: and no route" bash -c "! grep -q '^route: ' $TMP/samples.$flavour"
+	else
+		check "during phases: route with rto_min lock 5ms seen on h1" grep -q "route: .*rto_min lock 5ms" "$TMP/samples.$flavour"
+	fi
 	# ss -n prints "pacing_rate CURRENT/CAP" only while a cap is set.
 	check "during phases: a rank socket with a pacing cap seen on h1" grep -Eq "ss: .*pacing_rate [0-9]+bps/[0-9]+bps" "$TMP/samples.$flavour"
 	jq -c '.history[-1] | {kind, bytes_per_peer, comm_size, peers: (.peers|length), sockets, paced, rto, plan, apply_latency_ns}' \

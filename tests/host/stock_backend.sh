@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The control plane end to end on this host's own kernel, stock backend (no module):
 # a process in namespace A holds TCP connections to B and sends hints through libgapctl;
-# gappaced (in A) must pace exactly that process's sockets (SO_MAX_PACING_RATE) and add the
-# per-peer route (rto_min lock, quickack), revert both at the phase end, refuse what it must,
+# gappaced (in A) must pace exactly that process's sockets (SO_MAX_PACING_RATE) and floor
+# their RTO (the per-peer route with rto_min lock and quickack; on Linux 6.15+ by default each
+# socket's own TCP_RTO_MIN_US), revert both at the phase end, refuse what it must,
 # survive malformed hints and configs, and undo a killed predecessor's settings on restart.
 #
 # usage: stock_backend.sh BUILD_DIR        (root; uses ip netns; everything bounded in time)
@@ -86,6 +87,8 @@ model = "default"
 [pacing]
 frame_overhead = 0
 [rto]
+# The route first; the socket option (the default where the kernel has it) has its own section.
+stock_floor = "route"
 floor = "5ms"
 [[bottleneck]]
 name = "b-side"
@@ -254,6 +257,53 @@ check "quickack = true: gapctl daemon show says so" \
 say end "$phase" >/dev/null
 sleep 0.3
 check "quickack = true: route gone after the phase" bash -c "[[ -z \$(ip -n $NSA route show 10.213.0.2 proto 167) ]]"
+cp "$TMP/good.toml" "$TMP/gappaced.toml"; kill -HUP "$DAEMON_PID"; sleep 0.3
+
+# ---- [rto] stock_floor "auto" (the default): on Linux 6.15+ the floor is the socket's own
+# TCP_RTO_MIN_US, no route; it goes back with the phase, and a killed daemon's successor puts it back
+if [[ $(say rto_min) == "rto_min -" ]]; then
+	echo "SKIP stock_floor socket: this kernel has no TCP_RTO_MIN_US (Linux 6.15+)"
+	sed -e 's/^stock_floor = "route"$/stock_floor = "socket"/' "$TMP/good.toml" >"$TMP/gappaced.toml"
+	kill -HUP "$DAEMON_PID"; sleep 0.3
+	check "stock_floor socket without the option: the reload is refused" \
+		bash -c "$GAPCTL -j daemon show | jq -e '.recent_errors | any(test(\"no TCP_RTO_MIN_US\"))' >/dev/null"
+else
+	rto_orig=$(say rto_min)
+	sed -e '/^stock_floor = "route"$/d' "$TMP/good.toml" >"$TMP/socket.toml"
+	cp "$TMP/socket.toml" "$TMP/gappaced.toml"; kill -HUP "$DAEMON_PID"; sleep 0.3
+	phase=$(say begin alltoall 1048576 10.213.0.2 | awk '/^phase/{print $2}')
+	sleep 0.3
+	read -r _ rto_live <<<"$(say rto_min)"
+	# 5 ms in whole jiffies: 5 ms at HZ=1000, 8 ms at 250, 10 at 100 (and never below 2 jiffies).
+	check "stock_floor socket: the socket's TCP_RTO_MIN_US is the floor in jiffies ($rto_live us, was ${rto_orig#rto_min })" \
+		bash -c "(( $rto_live >= 5000 && $rto_live <= 20000 ))"
+	check "stock_floor socket: no route" bash -c "[[ -z \$(ip -n $NSA route show 10.213.0.2 proto 167) ]]"
+	check "stock_floor socket: still paced" test "$(say pacing)" = "pacing 12500000"
+	check "stock_floor socket: the phase counts it" \
+		bash -c "$GAPCTL -j daemon show | jq -e '.phases[0] | .rto==1 and .paced==1' >/dev/null"
+	check "stock_floor socket: gapctl daemon show lists it" \
+		bash -c "$GAPCTL -j daemon show | jq -e '.settings | to_entries | any(.key | startswith(\"rto \")) and any(.value | test(\"rto_min $rto_live us\"))' >/dev/null"
+	check "stock_floor socket: the state file has the original" \
+		bash -c "jq -e '(.routes|length)==0 and (.pacing|length)==1 and .pacing[0].original_rto_min_us==${rto_orig#rto_min } and .pacing[0].applied_rto_min_us==$rto_live' $TMP/state.json >/dev/null"
+	say end "$phase" >/dev/null
+	sleep 0.3
+	check "stock_floor socket: back after the phase ($(say rto_min))" test "$(say rto_min)" = "$rto_orig"
+	check "stock_floor socket: and the cap" test "$(say pacing)" = "$orig"
+	# Killed mid-phase: the next daemon restores the floor from the state file.
+	phase=$(say begin alltoall 1048576 10.213.0.2 | awk '/^phase/{print $2}')
+	sleep 0.3
+	check "stock_floor socket: floored before the kill" test "$(say rto_min)" = "rto_min $rto_live"
+	kill -KILL "$DAEMON_PID"; wait "$DAEMON_PID" 2>/dev/null || true
+	start_daemon
+	check "stock_floor socket: restart put the socket's RTO minimum back ($(say rto_min))" test "$(say rto_min)" = "$rto_orig"
+	check "stock_floor socket: and its cap" test "$(say pacing)" = "$orig"
+	check "stock_floor socket: the client's hints reach the restarted daemon" await_carrier
+	# quickack is a route metric: with "socket" it is refused.
+	sed -e 's/^floor = "5ms"$/&\nquickack = true\nstock_floor = "socket"/' "$TMP/socket.toml" >"$TMP/bad.toml"
+	out=$(inA "$BUILD/daemon/gappaced" --check-config --config "$TMP/bad.toml" 2>&1) && rc=0 || rc=$?
+	check "stock_floor socket with quickack refused ($out)" \
+		bash -c "[[ $rc -eq 1 ]] && grep -q 'rto.quickack: needs the floor' <<<\"\$1\"" _ "$out"
+fi
 cp "$TMP/good.toml" "$TMP/gappaced.toml"; kill -HUP "$DAEMON_PID"; sleep 0.3
 
 # ---- quiet advice: with the RTO remedy off, a phase whose burst fits the queue changes

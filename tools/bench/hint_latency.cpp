@@ -7,7 +7,9 @@
 // connection. Then, N times: gapctl_phase_begin naming B, and spin on getsockopt
 // (SO_MAX_PACING_RATE) of our own socket until the rate changes; gapctl_phase_end, and spin
 // until the original rate is back. The host route the daemon adds for B (proto 167) is
-// watched through rtnetlink's route multicast group, so its latency is measured too.
+// watched through rtnetlink's route multicast group, so its latency is measured too (the
+// daemon is told to floor the RTO by route; with --no-route it floors each socket's own
+// TCP_RTO_MIN_US where the kernel has it).
 //
 // Needs root (namespaces, and the daemon's pidfd_getfd): exits 77 with a message without it,
 // or where network namespaces cannot be created.
@@ -555,7 +557,7 @@ Expected<uint64_t> pacing_rate(int fd)
 
 // ------------------------------------------------------------------ the daemon
 
-std::string config_text(const std::string &dir, const std::string &linger)
+std::string config_text(const std::string &dir, const std::string &linger, bool route)
 {
 	// The planner paces when the burst cannot fit the queue: one sender (comm_size 2, the
 	// peer behind the bottleneck), fan-out 1, 1 MiB per peer > 1 packet of queue.
@@ -571,6 +573,9 @@ std::string config_text(const std::string &dir, const std::string &linger)
 	    << (linger.empty() ? "" : "linger = \"" + linger + "\"\nlinger_idle = \"0s\"\n")
 	    // The simple rule always paces and floors: every phase measures both paths.
 	    << "[planner]\nmodel = \"default\"\n[pacing]\nframe_overhead = 0\n"
+	    // Watching the route: the floor must be one (on Linux 6.15+ it is the socket's own
+	    // TCP_RTO_MIN_US by default, which --no-route measures).
+	    << (route ? "[rto]\nstock_floor = \"route\"\n" : "")
 	    << "[[bottleneck]]\n"
 	    << "name = \"far\"\n"
 	    << "capacity = \"100mbit\"\n"
@@ -968,7 +973,7 @@ int run(const Options &o)
 	const std::string config_path = dir + "/gappaced.toml";
 	{
 		std::ofstream config(config_path);
-		config << config_text(dir, o.linger);
+		config << config_text(dir, o.linger, o.route);
 		if (!config)
 			return fail("cannot write " + config_path);
 	}

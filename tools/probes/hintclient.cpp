@@ -9,6 +9,8 @@
 //   end ID                     phase_end; "ended ID"
 //   pacing                     SO_MAX_PACING_RATE of every held connection; "pacing R..."
 //   priority                   SO_PRIORITY of every held connection; "priority P..." (hex)
+//   rto_min                    TCP_RTO_MIN_US of every held connection (Linux 6.15+);
+//                              "rto_min US...", "-" where the kernel has no such option
 //   send BYTES                 write BYTES (at most 1 MiB) on every held connection, as
 //                              traffic outside any phase; "sent N" (bytes in all)
 //   stats                      the library's counters as JSON
@@ -170,6 +172,16 @@ int main()
 				socklen_t len = sizeof(rate);
 				getsockopt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, &rate, &len);
 				out += " " + std::to_string(rate);
+			}
+			std::printf("%s\n", out.c_str());
+		} else if (cmd == "rto_min") {
+			std::string out = "rto_min";
+			for (int fd : conns) {
+				int microseconds = 0;
+				socklen_t len = sizeof(microseconds);
+				constexpr int kTcpRtoMinUs = 45; // Linux 6.15's uapi, newer than Debian 12's headers
+				const bool known = getsockopt(fd, IPPROTO_TCP, kTcpRtoMinUs, &microseconds, &len) == 0;
+				out += known ? " " + std::to_string(microseconds) : std::string(" -");
 			}
 			std::printf("%s\n", out.c_str());
 		} else if (cmd == "priority") {

@@ -168,6 +168,72 @@ TEST_P(Pacing, RevertOfAGoneProcessSucceeds)
 	EXPECT_EQ(again.error().err, ENOENT);
 }
 
+// The RTO floor on the socket itself (TCP_RTO_MIN_US, Linux 6.15+): the owner's fd shows it in
+// whole jiffies, the record keeps the original, a revert of one setting leaves the others, and
+// a minimum the process set since ours is its own.
+TEST_P(Pacing, FloorsTheRtoOfOneSocketAndRevertsIt)
+{
+	if (!socket_rto_min().available)
+		GTEST_SKIP() << "this kernel has no TCP_RTO_MIN_US (Linux 6.15+)";
+	const int family = GetParam();
+	FarServer server(*pair_, family, FarServer::Mode::sink);
+	std::string error;
+	auto client = ClientProcess::start(server.endpoint(), ClientProcess::Mode::idle, std::nullopt, error);
+	ASSERT_TRUE(client) << error;
+	auto own = duplicate_process_socket(client->pid(), client->inode());
+	ASSERT_TRUE(own) << own.error().message;
+	const int fd = own->socket.get(); // the owner's socket, not a copy
+	const uint32_t original = *get_rto_min_us(fd);
+	EXPECT_EQ(original, 200000u) << "Linux's TCP_RTO_MIN";
+
+	PacingActuator pacing(*store_);
+	ASSERT_TRUE(pacing.apply(client->pid(), client->inode(), kPacedBitsPerSecond));
+	auto floored = pacing.floor_rto(client->pid(), client->inode(), 5000);
+	ASSERT_TRUE(floored) << floored.error().message;
+	const uint32_t live = *get_rto_min_us(fd);
+	EXPECT_GE(live, 5000u);
+	EXPECT_GE(live, socket_rto_min().smallest_us);
+	EXPECT_LT(live, 5000u + socket_rto_min().smallest_us) << "5 ms rounded up to whole jiffies";
+	ASSERT_EQ(store_->state().pacing.size(), 1u);
+	EXPECT_EQ(store_->state().pacing[0].original_rto_min_us, original);
+	EXPECT_EQ(store_->state().pacing[0].applied_rto_min_us, live);
+	auto on_disk = load_state(store_->path());
+	ASSERT_TRUE(on_disk);
+	ASSERT_EQ(on_disk->pacing.size(), 1u);
+	EXPECT_EQ(on_disk->pacing[0].original_rto_min_us, original) << "written before the change";
+	EXPECT_NE(on_disk->pacing[0].applied_bytes_per_second, 0u);
+
+	// One setting back, the other stays.
+	ASSERT_TRUE(pacing.unfloor_rto(client->pid(), client->inode()));
+	EXPECT_EQ(*get_rto_min_us(fd), original);
+	EXPECT_EQ(client->pacing_rate_seen_by_owner(), kPacedBitsPerSecond / 8);
+	ASSERT_EQ(store_->state().pacing.size(), 1u);
+	EXPECT_FALSE(store_->state().pacing[0].original_rto_min_us);
+
+	// A minimum the process sets while ours is on is its own, and stays.
+	ASSERT_TRUE(pacing.floor_rto(client->pid(), client->inode(), 5000));
+	ASSERT_TRUE(set_rto_min_us(fd, 50000));
+	ASSERT_TRUE(pacing.revert(client->pid(), client->inode()));
+	const uint32_t theirs = *get_rto_min_us(fd);
+	EXPECT_GE(theirs, 50000u) << "the process's 50 ms, not the 200 ms from before ours";
+	EXPECT_LT(theirs, 50000u + socket_rto_min().smallest_us);
+	EXPECT_EQ(client->pacing_rate_seen_by_owner(), kUnlimitedPacingRate);
+	EXPECT_TRUE(store_->state().pacing.empty());
+
+	// Floors outside what the option takes are clamped: below two jiffies, above 200 ms.
+	ASSERT_TRUE(pacing.floor_rto(client->pid(), client->inode(), 1));
+	const uint32_t smallest = socket_rto_min().smallest_us;
+	EXPECT_GE(*get_rto_min_us(fd), smallest);
+	EXPECT_LE(*get_rto_min_us(fd), smallest + smallest / 2) << "two jiffies, the least the option takes";
+	ASSERT_TRUE(pacing.floor_rto(client->pid(), client->inode(), 1'000'000));
+	EXPECT_EQ(*get_rto_min_us(fd), 200000u) << "at most Linux's own 200 ms";
+	ASSERT_EQ(store_->state().pacing.size(), 1u);
+	EXPECT_EQ(store_->state().pacing[0].original_rto_min_us, theirs) << "a second floor keeps the first original";
+	ASSERT_TRUE(pacing.revert(client->pid(), client->inode()));
+	EXPECT_FALSE(pacing.floor_rto(client->pid(), client->inode(), 0));
+	EXPECT_TRUE(store_->state().pacing.empty());
+}
+
 INSTANTIATE_TEST_SUITE_P(Families, Pacing, ::testing::Values(AF_INET, AF_INET6),
 			 [](const auto &info) { return info.param == AF_INET ? "IPv4" : "IPv6"; });
 

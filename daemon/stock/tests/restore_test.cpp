@@ -33,8 +33,14 @@ const std::string kOurProto = std::to_string(kRouteProtocolGappace);
 		_exit(11);
 	if (!routes.apply(pair.far_address(AF_INET6), RouteSettings{5, true}))
 		_exit(12);
+	// The host pacer's order: steered first, then capped, then (Linux 6.15+) floored; each
+	// change after the first must reach the file too.
+	if (!pacing.steer(app, inode))
+		_exit(16);
 	if (!pacing.apply(app, inode, 10'000'000))
 		_exit(13);
+	if (socket_rto_min().available && !pacing.floor_rto(app, inode, 5000))
+		_exit(17);
 	TsoSizing sizing(*store); // as while a host shaper is installed
 	if (!sizing.engage())
 		_exit(15);
@@ -86,6 +92,15 @@ TEST(Restore, UndoesWhatAKilledDaemonLeft)
 	EXPECT_NE(run_command({"ip", "-4", "route", "show", "proto", kOurProto}).output, "");
 	EXPECT_NE(run_command({"ip", "-6", "route", "show", "proto", kOurProto}).output, "");
 	EXPECT_EQ(app->pacing_rate_seen_by_owner(), 1'250'000u);
+	auto socket_of_app = [&] { return duplicate_process_socket(app->pid(), app->inode()); };
+	{
+		auto own = socket_of_app();
+		ASSERT_TRUE(own) << own.error().message;
+		EXPECT_EQ(*get_priority(own->socket.get()), kShaperSteering);
+		if (socket_rto_min().available) {
+			EXPECT_LT(*get_rto_min_us(own->socket.get()), 200000u);
+		}
+	}
 	if (changes_tso) {
 		EXPECT_EQ(*read_sysctl_u32(TsoSizing::kSysctlPath), 0u);
 	}
@@ -107,7 +122,15 @@ TEST(Restore, UndoesWhatAKilledDaemonLeft)
 	EXPECT_EQ(report->already_gone, 0u);
 	EXPECT_EQ(run_command({"ip", "-4", "route", "show", "table", "all", "proto", kOurProto}).output, "");
 	EXPECT_EQ(run_command({"ip", "-6", "route", "show", "table", "all", "proto", kOurProto}).output, "");
-	EXPECT_EQ(app->pacing_rate_seen_by_owner(), kUnlimitedPacingRate);
+	EXPECT_EQ(app->pacing_rate_seen_by_owner(), kUnlimitedPacingRate) << "the cap, though the file had it after the steering";
+	{
+		auto own = socket_of_app();
+		ASSERT_TRUE(own) << own.error().message;
+		EXPECT_EQ(*get_priority(own->socket.get()), 0u);
+		if (socket_rto_min().available) {
+			EXPECT_EQ(*get_rto_min_us(own->socket.get()), 200000u);
+		}
+	}
 	EXPECT_EQ(report->tso_rtt_log_restored, changes_tso);
 	if (changes_tso) {
 		EXPECT_EQ(*read_sysctl_u32(TsoSizing::kSysctlPath), *tso_rtt_log);

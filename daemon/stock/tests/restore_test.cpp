@@ -33,17 +33,17 @@ const std::string kOurProto = std::to_string(kRouteProtocolGappace);
 		_exit(11);
 	if (!routes.apply(pair.far_address(AF_INET6), RouteSettings{5, true}))
 		_exit(12);
-	// The host pacer's order: steered first, then capped, then (Linux 6.15+) floored; each
-	// change after the first must reach the file too.
-	if (!pacing.steer(app, inode))
-		_exit(16);
-	if (!pacing.apply(app, inode, 10'000'000))
-		_exit(13);
-	if (socket_rto_min().available && !pacing.floor_rto(app, inode, 5000))
-		_exit(17);
 	TsoSizing sizing(*store); // as while a host shaper is installed
 	if (!sizing.engage())
 		_exit(15);
+	// Steered first (the host pacer's order), floored (Linux 6.15+), capped last: each change
+	// after the first must reach the file too, the cap with nothing written after it.
+	if (!pacing.steer(app, inode))
+		_exit(16);
+	if (socket_rto_min().available && !pacing.floor_rto(app, inode, 5000))
+		_exit(17);
+	if (!pacing.apply(app, inode, 10'000'000))
+		_exit(13);
 	const char byte = 'k';
 	if (write(ready, &byte, 1) != 1)
 		_exit(14);

@@ -434,14 +434,19 @@ void put_record(std::vector<Record> &records, const Record &record, SameKey same
 		records.push_back(record);
 }
 
-// Restoring a socket needs who holds it, its originals and which settings are ours; the
-// applied cap and floor may differ from the file's.
-bool restores_alike(const PacingRecord &a, const PacingRecord &b)
+// Whether restoring from the file's record of a socket (`on_disk`) undoes at least what the
+// live record needs: the same socket and fd hint, the same originals of every setting the
+// live record holds. The applied cap and floor may differ from the file's, and the file may
+// name settings no longer held (removed lazily): putting back an original the socket has
+// again is harmless, as for records removed whole. So the phases of an MPI loop, which make
+// and undo the same settings on the same sockets, write the file once.
+bool covers(const PacingRecord &on_disk, const PacingRecord &live)
 {
-	return a.pid == b.pid && a.start_time == b.start_time && a.inode == b.inode && a.fd == b.fd &&
-	       a.original_bytes_per_second == b.original_bytes_per_second && a.original_priority == b.original_priority &&
-	       (a.applied_bytes_per_second == 0) == (b.applied_bytes_per_second == 0) &&
-	       a.original_rto_min_us == b.original_rto_min_us;
+	return on_disk.pid == live.pid && on_disk.start_time == live.start_time && on_disk.inode == live.inode &&
+	       on_disk.fd == live.fd && on_disk.original_bytes_per_second == live.original_bytes_per_second &&
+	       (live.applied_bytes_per_second == 0 || on_disk.applied_bytes_per_second != 0) &&
+	       (!live.original_priority || on_disk.original_priority == live.original_priority) &&
+	       (!live.original_rto_min_us || on_disk.original_rto_min_us == live.original_rto_min_us);
 }
 
 } // namespace
@@ -470,7 +475,7 @@ Expected<void> StateStore::put(const PacingRecord &record)
 	StockState next = state_;
 	put_record(next.pacing, record, same_socket);
 	auto on_disk = std::find_if(on_disk_.pacing.begin(), on_disk_.pacing.end(), same_socket);
-	if (on_disk != on_disk_.pacing.end() && restores_alike(*on_disk, record)) {
+	if (on_disk != on_disk_.pacing.end() && covers(*on_disk, record)) {
 		state_ = std::move(next);
 		readopted();
 		return {};
@@ -480,7 +485,7 @@ Expected<void> StateStore::put(const PacingRecord &record)
 
 void StateStore::update(const PacingRecord &record)
 {
-	// Only ever for a record the file holds (restores_alike): nothing to write for it.
+	// Only ever for a record the file covers (covers()): nothing to write for it.
 	put_record(state_.pacing, record, [&](const PacingRecord &r) {
 		return r.pid == record.pid && r.start_time == record.start_time && r.inode == record.inode;
 	});

@@ -43,7 +43,16 @@ StockState sample_state()
 	steered.inode = 98766;
 	steered.original_bytes_per_second = kUnlimitedPacingRate;
 	steered.original_priority = 6;
-	state.pacing = {paced, steered};
+	PacingRecord floored; // capped, and its RTO floored (TCP_RTO_MIN_US)
+	floored.pid = 4244;
+	floored.start_time = 8;
+	floored.inode = 98767;
+	floored.fd = 6;
+	floored.original_bytes_per_second = kUnlimitedPacingRate;
+	floored.applied_bytes_per_second = 2500000;
+	floored.original_rto_min_us = 200000;
+	floored.applied_rto_min_us = 8000;
+	state.pacing = {paced, steered, floored};
 	state.original_tso_rtt_log = 9; // a host shaper is installed
 	return state;
 }
@@ -62,6 +71,9 @@ TEST(StateFile, RoundTripsEveryField)
 		<< "only a steered socket's record carries a priority: " << text;
 	EXPECT_EQ(text.find("gateway\":\"\""), std::string::npos) << "absent gateways are left out: " << text;
 	EXPECT_NE(text.find("\"original_tso_rtt_log\":9"), std::string::npos) << text;
+	EXPECT_NE(text.find("\"original_rto_min_us\":200000,\"applied_rto_min_us\":8000"), std::string::npos) << text;
+	EXPECT_EQ(text.find("original_rto_min_us"), text.rfind("original_rto_min_us"))
+		<< "only a floored socket's record carries an RTO minimum: " << text;
 }
 
 TEST(StateFile, TheTsoRecordIsOptional)
@@ -84,6 +96,7 @@ TEST(StateFile, TheFdHintIsOptional)
 {
 	StockState state = sample_state();
 	state.pacing[0].fd = -1;
+	state.pacing[2].fd = -1;
 	const std::string text = serialize_state(state);
 	EXPECT_EQ(text.find("\"fd\""), std::string::npos) << text;
 	auto parsed = parse_state(text);
@@ -311,6 +324,45 @@ TEST(StateStore, ARecordPutBackUnchangedCostsNoWrite)
 	const ino_t flushed = file_inode(path);
 	ASSERT_TRUE(store->put(elsewhere));
 	EXPECT_NE(file_inode(path), flushed);
+}
+
+// A socket capped and floored, both undone at the phase's end, then capped and floored again
+// by the next phase (the cap first): the file's record covers every step, so nothing is
+// written. One it does not cover is written ahead.
+TEST(StateStore, ARecordThatRestoresMoreCostsNoWrite)
+{
+	testing::TempDir dir;
+	const std::string path = dir.path() + "/state.json";
+	auto store = StateStore::create(path);
+	ASSERT_TRUE(store) << store.error().message;
+	const PacingRecord both = sample_state().pacing[2];
+	ASSERT_TRUE(both.original_rto_min_us);
+	ASSERT_TRUE(store->put(both));
+	const ino_t written = file_inode(path);
+	ASSERT_TRUE(store->erase_pacing(both.pid, both.start_time, both.inode));
+
+	PacingRecord capped_only = both;
+	capped_only.original_rto_min_us.reset();
+	capped_only.applied_rto_min_us = 0;
+	ASSERT_TRUE(store->put(capped_only));
+	EXPECT_EQ(file_inode(path), written) << "the file's record restores the cap, and an RTO minimum the socket has";
+	ASSERT_TRUE(store->put(both));
+	EXPECT_EQ(file_inode(path), written);
+	EXPECT_FALSE(store->dirty());
+
+	PacingRecord other_original = both;
+	other_original.original_rto_min_us = 50000; // its process set one between the phases
+	ASSERT_TRUE(store->put(other_original));
+	EXPECT_NE(file_inode(path), written) << "restoring would put back the wrong minimum";
+	const ino_t rewritten = file_inode(path);
+	PacingRecord steered_too = other_original;
+	steered_too.original_priority = 0;
+	ASSERT_TRUE(store->put(steered_too));
+	EXPECT_NE(file_inode(path), rewritten) << "the file's record does not unsteer";
+	auto on_disk = load_state(path);
+	ASSERT_TRUE(on_disk);
+	ASSERT_EQ(on_disk->pacing.size(), 1u);
+	EXPECT_EQ(on_disk->pacing[0], steered_too);
 }
 
 TEST(StateStore, RefusesToForgetWhatAPreviousDaemonLeft)

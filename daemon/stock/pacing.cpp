@@ -79,45 +79,40 @@ Expected<std::optional<UniqueFd>> try_fd(int pidfd, int fd, pid_t pid, uint64_t 
 	return std::optional<UniqueFd>(std::move(duplicate));
 }
 
-// The priority the socket had before we steered it, put back unless its process has set one
-// of its own since: that is its choice now, and stays (the last writer wins, as without us).
+// Puts `original` back with `set` unless the socket's value (read with `get`) is no longer
+// `ours`: then its process has set one of its own since, and that is its choice now (the last
+// writer wins, as without us). With `ours` nullopt, whatever the socket has: a record read
+// back after a crash may hold an older value than the last one we set (the file is rewritten
+// lazily when only the cap or the floor changes: state.cpp, covers()).
+template <typename Value, typename Get, typename Set>
+Expected<void> put_back_unless_changed(int socket, Value original, std::optional<Value> ours, Get get, Set set)
+{
+	if (ours) {
+		auto now = get(socket);
+		if (!now)
+			return now.error();
+		if (*now != *ours)
+			return {};
+	}
+	return set(socket, original);
+}
+
+// The priority the socket had before we steered it.
 Expected<void> unsteer_socket(int socket, uint32_t original)
 {
-	auto now = get_priority(socket);
-	if (!now)
-		return now.error();
-	if (*now != kShaperSteering)
-		return {};
-	return set_priority(socket, original);
+	return put_back_unless_changed<uint32_t>(socket, original, kShaperSteering, get_priority, set_priority);
 }
 
-// The rate the socket had before us, put back if it still has `ours`; with nullopt, whatever
-// it has (a record read back after a crash may hold an older cap than the last one we set:
-// the file is rewritten lazily when only the cap changes).
+// The rate the socket had before us.
 Expected<void> uncap_socket(int socket, uint64_t original, std::optional<uint64_t> ours)
 {
-	if (ours) {
-		auto now = get_max_pacing_rate(socket);
-		if (!now)
-			return now.error();
-		if (*now != *ours)
-			return {};
-	}
-	return set_max_pacing_rate(socket, original);
+	return put_back_unless_changed(socket, original, ours, get_max_pacing_rate, set_max_pacing_rate);
 }
 
-// The RTO minimum the socket had before us, put back if it still has `ours` (as it read back
-// after our change); with nullopt, whatever it has (a crash's record, as for the cap).
+// The RTO minimum the socket had before us (`ours` as it read back after our change).
 Expected<void> unfloor_socket(int socket, uint32_t original, std::optional<uint32_t> ours)
 {
-	if (ours) {
-		auto now = get_rto_min_us(socket);
-		if (!now)
-			return now.error();
-		if (*now != *ours)
-			return {};
-	}
-	return set_rto_min_us(socket, original);
+	return put_back_unless_changed(socket, original, ours, get_rto_min_us, set_rto_min_us);
 }
 
 // The original settings of a record, put back on its socket.

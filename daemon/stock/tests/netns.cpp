@@ -457,4 +457,16 @@ TempDir::~TempDir()
 	std::filesystem::remove_all(path_, ignored);
 }
 
+void NetnsTest::SetUp()
+{
+	if (auto reason = namespace_tests_unavailable())
+		GTEST_SKIP() << *reason;
+	std::string error;
+	pair_ = NetnsPair::create(error);
+	ASSERT_TRUE(pair_) << error;
+	auto store = StateStore::create(dir_.path() + "/state.json");
+	ASSERT_TRUE(store) << store.error().message;
+	store_.emplace(std::move(*store));
+}
+
 } // namespace gp::stock::testing

@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "stock.hpp"
 
 namespace gp::stock::testing {
@@ -133,6 +135,21 @@ public:
 
 private:
 	std::string path_;
+};
+
+// The fixture of the namespace tests, parameterized by address family: a NetnsPair for each
+// test (skipped where namespaces cannot be made) and a state store in a temporary directory.
+// A subclass that sets up more calls NetnsTest::SetUp() first and stops if it skipped or failed.
+class NetnsTest : public ::testing::TestWithParam<int> {
+protected:
+	void SetUp() override;
+	void TearDown() override { pair_.reset(); }
+	bool set_up() const { return !IsSkipped() && !HasFatalFailure(); }
+	int family() const { return GetParam(); }
+
+	TempDir dir_;
+	std::unique_ptr<NetnsPair> pair_;
+	std::optional<StateStore> store_;
 };
 
 } // namespace gp::stock::testing

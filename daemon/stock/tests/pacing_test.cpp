@@ -21,21 +21,8 @@ using testing::NetnsPair;
 
 constexpr uint64_t kPacedBitsPerSecond = 10'000'000;
 
-class Pacing : public ::testing::TestWithParam<int> {
+class Pacing : public testing::NetnsTest {
 protected:
-	void SetUp() override
-	{
-		if (auto reason = testing::namespace_tests_unavailable())
-			GTEST_SKIP() << *reason;
-		std::string error;
-		pair_ = NetnsPair::create(error);
-		ASSERT_TRUE(pair_) << error;
-		auto store = StateStore::create(dir_.path() + "/state.json");
-		ASSERT_TRUE(store) << store.error().message;
-		store_.emplace(std::move(*store));
-	}
-	void TearDown() override { pair_.reset(); }
-
 	std::optional<uint64_t> find_inode(const Endpoint &server)
 	{
 		SocketFilter filter;
@@ -45,10 +32,6 @@ protected:
 			return std::nullopt;
 		return sockets->front().inode;
 	}
-
-	testing::TempDir dir_;
-	std::unique_ptr<NetnsPair> pair_;
-	std::optional<StateStore> store_;
 };
 
 TEST_P(Pacing, CapsAFlowAndRevertsIt)

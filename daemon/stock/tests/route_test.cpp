@@ -17,22 +17,8 @@ using testing::run_command;
 
 const std::string kOurProto = std::to_string(kRouteProtocolGappace);
 
-class Routes : public ::testing::TestWithParam<int> {
+class Routes : public testing::NetnsTest {
 protected:
-	void SetUp() override
-	{
-		if (auto reason = testing::namespace_tests_unavailable())
-			GTEST_SKIP() << *reason;
-		std::string error;
-		pair_ = NetnsPair::create(error);
-		ASSERT_TRUE(pair_) << error;
-		auto store = StateStore::create(dir_.path() + "/state.json");
-		ASSERT_TRUE(store) << store.error().message;
-		store_.emplace(std::move(*store));
-	}
-	void TearDown() override { pair_.reset(); }
-
-	int family() const { return GetParam(); }
 	std::string ip_family() const { return family() == AF_INET6 ? "-6" : "-4"; }
 	std::string peer_text() const { return format_endpoint(pair_->far_address(family())); }
 	// `ip route show` of what the main table has for the peer exactly.
@@ -49,10 +35,6 @@ protected:
 	{
 		return family() == AF_INET6 ? "fd77::" + std::to_string(last) : "10.77.0." + std::to_string(last);
 	}
-
-	testing::TempDir dir_;
-	std::unique_ptr<NetnsPair> pair_;
-	std::optional<StateStore> store_;
 };
 
 TEST_P(Routes, HostRouteWithLockedRtoMinAndQuickack)

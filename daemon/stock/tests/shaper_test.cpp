@@ -31,27 +31,18 @@ std::optional<uint32_t> priority_of(pid_t pid, uint64_t inode)
 	return priority ? std::optional<uint32_t>(*priority) : std::nullopt;
 }
 
-class Shaper : public ::testing::TestWithParam<int> {
+class Shaper : public testing::NetnsTest {
 protected:
 	void SetUp() override
 	{
-		if (auto reason = testing::namespace_tests_unavailable())
-			GTEST_SKIP() << *reason;
-		std::string error;
-		pair_ = NetnsPair::create(error);
-		ASSERT_TRUE(pair_) << error;
+		NetnsTest::SetUp();
+		if (!set_up())
+			return;
 		ifindex_ = if_nametoindex(NetnsPair::kNearIfname);
 		ASSERT_NE(ifindex_, 0u);
-		auto store = StateStore::create(dir_.path() + "/state.json");
-		ASSERT_TRUE(store) << store.error().message;
-		store_.emplace(std::move(*store));
 	}
-	void TearDown() override { pair_.reset(); }
 
-	testing::TempDir dir_;
-	std::unique_ptr<NetnsPair> pair_;
 	uint32_t ifindex_ = 0;
-	std::optional<StateStore> store_;
 };
 
 TEST_P(Shaper, ShapesSteeredSocketsOnlyAndRemovesItself)

@@ -48,20 +48,7 @@ FarConnection connect_to_far(const NetnsPair &pair, int listen_family, std::stri
 	return out;
 }
 
-class SocketTable : public ::testing::TestWithParam<int> {
-protected:
-	void SetUp() override
-	{
-		if (auto reason = testing::namespace_tests_unavailable())
-			GTEST_SKIP() << *reason;
-		std::string error;
-		pair_ = NetnsPair::create(error);
-		ASSERT_TRUE(pair_) << error;
-	}
-	void TearDown() override { pair_.reset(); }
-
-	std::unique_ptr<NetnsPair> pair_;
-};
+class SocketTable : public testing::NetnsTest {};
 
 TEST_P(SocketTable, FindsTheConnectionWithItsOwnerAndInode)
 {

@@ -7,7 +7,8 @@
 # to the peer (rto_min lock, protocol 167), else with the socket's own option. Checked: both
 # live during the phase and gone after it; SIGKILL of the daemon mid-phase, then a new daemon,
 # puts them back from the state file; stock_floor "socket" on a kernel without the option is
-# refused at start with a message and exit code 1, and leaves nothing behind.
+# refused at start with a message and exit code 1, and leaves nothing behind; where no process
+# may take another's fds (Yama ptrace_scope 3), the cap fails, reported, and the route floors.
 . "$GP_LIB"
 
 gp_load_kmod tcp_diag
@@ -181,6 +182,33 @@ if [ -n "$by_route" ]; then
     case $out in *"no TCP_RTO_MIN_US"*"exit 1") ;; *) gp_fail "stock_floor socket without the option: want the reason and exit 1, got: $out" ;; esac
     [ -z "$(floor_route)" ] || gp_fail "the refused daemon left a route"
     [ "$(say pacing)" = "$(caps "${orig_pacing#pacing }")" ] || gp_fail "the refused daemon changed the socket"
+fi
+
+# --- a kernel that lets nobody take another process's fds (Yama ptrace_scope 3, which cannot
+# be undone until reboot: this guest's last section): pidfd_getfd says EPERM, so the cap fails
+# and is reported, while the daemon still finds the rank's socket in the socket table (by uid)
+# and floors it by the peer's route. Where the kernel has TCP_RTO_MIN_US "auto" floors the
+# socket itself, which needs pidfd_getfd too: not this section.
+if [ -n "$by_route" ] && [ -w /proc/sys/kernel/yama/ptrace_scope ]; then
+    echo 3 >/proc/sys/kernel/yama/ptrace_scope || gp_die "cannot set kernel.yama.ptrace_scope"
+    start_daemon
+    phase=$(say begin alltoall 1048576 10.0.0.2 | awk '/^phase/{print $2}')
+    [ -n "$phase" ] || gp_die "begin failed (ptrace_scope 3)"
+    sleep 0.5
+    show >>"$log"
+    for f in '"sockets":2' '"paced":0' '"rto":1' 'Operation not permitted'; do
+        show | grep -q "$f" || gp_fail "ptrace_scope 3: the phase record lacks $f"
+    done
+    floor_route | grep -q 'rto_min lock 5ms' || gp_fail "ptrace_scope 3: no floor route to the peer: $(ip route show 10.0.0.2)"
+    [ "$(say pacing)" = "$(caps "${orig_pacing#pacing }")" ] || gp_fail "ptrace_scope 3: a cap although pidfd_getfd is denied: $(say pacing)"
+    say end "$phase" >/dev/null
+    sleep 0.5
+    [ -z "$(floor_route)" ] || gp_fail "ptrace_scope 3: the floor route is still there after the phase"
+    echo "ptrace_scope 3: caps refused (EPERM, reported), the floor by the route" >>"$log"
+    kill -TERM "$daemon"
+    wait "$daemon" 2>/dev/null
+elif [ -n "$by_route" ]; then
+    echo "ptrace_scope 3: skipped, this kernel has no Yama" >>"$log"
 fi
 
 say quit >/dev/null

@@ -176,6 +176,43 @@ gp_wire_up() {
     gp_log "wire up: eth0 $GP_ADDR0 ($mac0) <-> peer eth1 $GP_ADDR1 $* ($mac1)"
 }
 
+# gp_daemon_config BACKEND: a gappaced.toml for the control-plane tests (control, stock): one
+# bottleneck of 10 Mbit/s with a 4-packet queue in front of the peer 10.0.0.2, a 5 ms floor.
+# They check the actuation chain: the simple rule (pace and floor every crossing phase) and
+# rates taken literally; the models' decisions are tested in daemon/tests and by bench-system.
+# Settings go right after END (linger_idle 0); a test turns that on for itself.
+gp_daemon_config() {
+    cat <<CONF
+[daemon]
+backend = "$1"
+phase_timeout = "60s"
+linger_idle = "0s"
+[planner]
+model = "default"
+[pacing]
+frame_overhead = 0
+[rto]
+floor = "5ms"
+[[bottleneck]]
+name = "peer"
+capacity = "10mbit"
+queue_packets = 4
+prefixes = ["10.0.0.2/32"]
+CONF
+}
+
+# gp_start_daemon CONFIG: starts gappaced (its stderr appended to /results/gappaced.log), sets
+# GP_DAEMON to its pid and waits until it answers (5 s at most, else the test dies).
+gp_start_daemon() {
+    local i=0
+    gappaced --config "$1" 2>>/results/gappaced.log &
+    GP_DAEMON=$!
+    while ! gapctl daemon show >/dev/null 2>&1; do
+        i=$((i + 1)); [ $i -lt 50 ] || gp_die "gappaced did not start: $(tail -n 5 /results/gappaced.log)"
+        sleep 0.1
+    done
+}
+
 # gp_load_kmod NAME: load a module of the kernel package shipped with
 # mkinitramfs.sh --kmod NAME, dependencies first (e.g. sch_netem, sch_fq).
 gp_load_kmod() {

@@ -18,33 +18,9 @@ sleep 600 | gp_peer nc -l -p 6000 >/dev/null 2>&1 &
 sleep 0.5
 
 mkdir -p /run/gappace
-cat >/run/gappace/gappaced.toml <<CONF
-[daemon]
-backend = "module"
-phase_timeout = "60s"
-# Settings go right after END here (the linger_idle section below turns it on for itself).
-linger_idle = "0s"
-# This test checks the actuation chain: the simple rule (pace and floor every crossing phase) and
-# rates taken literally. The models' decisions are tested in daemon/tests and by bench-system.
-[planner]
-model = "default"
-[pacing]
-frame_overhead = 0
-[rto]
-floor = "5ms"
-[[bottleneck]]
-name = "peer"
-capacity = "10mbit"
-queue_packets = 4
-prefixes = ["10.0.0.2/32"]
-CONF
-gappaced --config /run/gappace/gappaced.toml 2>>/results/gappaced.log &
-daemon=$!
-i=0
-while ! gapctl daemon show >/dev/null 2>&1; do
-    i=$((i + 1)); [ $i -lt 50 ] || gp_die "gappaced did not start: $(cat /results/gappaced.log)"
-    sleep 0.1
-done
+gp_daemon_config module >/run/gappace/gappaced.toml
+gp_start_daemon /run/gappace/gappaced.toml
+daemon=$GP_DAEMON
 gapctl -j daemon show | grep -q '"kernel_hints":true' || gp_fail "gappaced does not listen to the kernel's hints group"
 
 # The rank: a client we drive through two FIFOs (fd 5 in, fd 6 out).

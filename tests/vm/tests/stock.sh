@@ -23,38 +23,12 @@ sleep 0.5
 
 mkdir -p /run/gappace
 conf=/run/gappace/gappaced.toml
-cat >"$conf" <<CONF
-[daemon]
-backend = "stock"
-phase_timeout = "60s"
-# Settings go right after END, and every phase reaches the daemon.
-linger_idle = "0s"
-quiet_remedied = "0s"
-# The actuation chain, not the models' decisions: pace and floor every crossing phase, the
-# rate taken literally.
-[planner]
-model = "default"
-[pacing]
-frame_overhead = 0
-[rto]
-floor = "5ms"
-[[bottleneck]]
-name = "peer"
-capacity = "10mbit"
-queue_packets = 4
-prefixes = ["10.0.0.2/32"]
-CONF
+# Every phase reaches the daemon: none is skipped on advice with its settings held.
+gp_daemon_config stock | sed 's/^linger_idle = "0s"$/&\nquiet_remedied = "0s"/' >"$conf"
+grep -q '^quiet_remedied = "0s"$' "$conf" || gp_die "quiet_remedied not set in the config"
 
 daemon=
-start_daemon() {
-    gappaced --config "$conf" 2>>/results/gappaced.log &
-    daemon=$!
-    i=0
-    while ! gapctl daemon show >/dev/null 2>&1; do
-        i=$((i + 1)); [ $i -lt 50 ] || gp_die "gappaced did not start: $(tail -n 5 /results/gappaced.log)"
-        sleep 0.1
-    done
-}
+start_daemon() { gp_start_daemon "$conf"; daemon=$GP_DAEMON; }
 start_daemon
 gapctl -j daemon show | grep -q '"backend":"stock"' || gp_die "the daemon is not on the stock backend: $(gapctl -j daemon show | head -c 300)"
 

@@ -213,6 +213,20 @@ gp_start_daemon() {
     done
 }
 
+# gp_start_hintclient [socket]: a stand-in rank (gp-hintclient) driven through two FIFOs, fd 5
+# in and fd 6 out, with GP_CLIENT its pid; `say CMD...` sends one command and prints the reply
+# (5 s at most). "socket": hints to the daemon's socket even where the module is loaded.
+gp_start_hintclient() {
+    mkfifo /tmp/c.in /tmp/c.out
+    (
+        [ "${1:-}" = socket ] && export GAPCTL_NO_KERNEL=1
+        exec gp-hintclient </tmp/c.in >/tmp/c.out 2>&1
+    ) &
+    GP_CLIENT=$!
+    exec 5>/tmp/c.in 6</tmp/c.out
+}
+say() { echo "$*" >&5; r=; read -t 5 r <&6; echo "$r"; }
+
 # gp_load_kmod NAME: load a module of the kernel package shipped with
 # mkinitramfs.sh --kmod NAME, dependencies first (e.g. sch_netem, sch_fq).
 gp_load_kmod() {

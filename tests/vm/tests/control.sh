@@ -24,11 +24,8 @@ daemon=$GP_DAEMON
 gapctl -j daemon show | grep -q '"kernel_hints":true' || gp_fail "gappaced does not listen to the kernel's hints group"
 
 # The rank: a client we drive through two FIFOs (fd 5 in, fd 6 out).
-mkfifo /tmp/c.in /tmp/c.out
-gp-hintclient </tmp/c.in >/tmp/c.out 2>&1 &
-client=$!
-exec 5>/tmp/c.in 6</tmp/c.out
-say() { echo "$*" >&5; r=; read -t 5 r <&6; echo "$r"; }
+gp_start_hintclient
+client=$GP_CLIENT
 
 conn=$(say connect 10.0.0.2 6000)
 echo "client: $conn" >>"$log"

@@ -33,11 +33,8 @@ start_daemon
 gapctl -j daemon show | grep -q '"backend":"stock"' || gp_die "the daemon is not on the stock backend: $(gapctl -j daemon show | head -c 300)"
 
 # The rank: a client driven through two FIFOs (fd 5 in, fd 6 out), on the daemon's socket.
-mkfifo /tmp/c.in /tmp/c.out
-GAPCTL_NO_KERNEL=1 gp-hintclient </tmp/c.in >/tmp/c.out 2>&1 &
-client=$!
-exec 5>/tmp/c.in 6</tmp/c.out
-say() { echo "$*" >&5; r=; read -t 5 r <&6; echo "$r"; }
+gp_start_hintclient socket
+client=$GP_CLIENT
 
 conn=$(say connect 10.0.0.2 6000)
 echo "client: $conn" >>"$log"

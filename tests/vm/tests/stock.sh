@@ -67,12 +67,13 @@ echo "rto before: $stock_rto ms" >>"$log"
 # The client's replies list every held connection (a second one is opened below): the value
 # expected on each.
 conns=1
-caps() { r=pacing; i=0; while [ $i -lt $conns ]; do r="$r $1"; i=$((i + 1)); done; echo "$r"; }
-rto_mins() { r=rto_min; i=0; while [ $i -lt $conns ]; do r="$r $1"; i=$((i + 1)); done; echo "$r"; }
+each() { # WORD VALUE: the reply "WORD VALUE VALUE..." with VALUE once per connection
+    r=$1; i=0; while [ $i -lt $conns ]; do r="$r $2"; i=$((i + 1)); done; echo "$r"
+}
 
 # Both settings while the phase runs: the cap at C/k = 10 Mbit/s (1250000 bytes/s), the floor.
 applied() { # WHAT
-    [ "$(say pacing)" = "$(caps 1250000)" ] || gp_fail "$1: the socket is not capped at 1250000 bytes/s: $(say pacing)"
+    [ "$(say pacing)" = "$(each pacing 1250000)" ] || gp_fail "$1: the socket is not capped at 1250000 bytes/s: $(say pacing)"
     if [ -n "$by_route" ]; then
         floor_route | grep -q 'rto_min lock 5ms' || gp_fail "$1: no floor route to the peer: $(ip route show 10.0.0.2)"
     else
@@ -81,8 +82,8 @@ applied() { # WHAT
     fi
 }
 reverted() { # WHAT
-    [ "$(say pacing)" = "$(caps "${orig_pacing#pacing }")" ] || gp_fail "$1: the cap is still there: $(say pacing), was $orig_pacing"
-    [ "$(say rto_min)" = "$(rto_mins "${orig_rto#rto_min }")" ] || gp_fail "$1: the RTO minimum is not back: $(say rto_min), was $orig_rto"
+    [ "$(say pacing)" = "$(each pacing "${orig_pacing#pacing }")" ] || gp_fail "$1: the cap is still there: $(say pacing), was $orig_pacing"
+    [ "$(say rto_min)" = "$(each rto_min "${orig_rto#rto_min }")" ] || gp_fail "$1: the RTO minimum is not back: $(say rto_min), was $orig_rto"
     [ -z "$(floor_route)" ] || gp_fail "$1: the floor route is still there: $(floor_route)"
 }
 
@@ -130,7 +131,7 @@ sleep 0.5
 applied "before the kill"
 kill -KILL "$daemon"
 wait "$daemon" 2>/dev/null
-[ "$(say pacing)" = "$(caps 1250000)" ] || gp_fail "the cap went with the killed daemon: nothing to restore"
+[ "$(say pacing)" = "$(each pacing 1250000)" ] || gp_fail "the cap went with the killed daemon: nothing to restore"
 start_daemon
 sleep 0.3
 reverted "after the restart"
@@ -152,7 +153,7 @@ if [ -n "$by_route" ]; then
     echo "stock_floor socket: $out" >>"$log"
     case $out in *"no TCP_RTO_MIN_US"*"exit 1") ;; *) gp_fail "stock_floor socket without the option: want the reason and exit 1, got: $out" ;; esac
     [ -z "$(floor_route)" ] || gp_fail "the refused daemon left a route"
-    [ "$(say pacing)" = "$(caps "${orig_pacing#pacing }")" ] || gp_fail "the refused daemon changed the socket"
+    [ "$(say pacing)" = "$(each pacing "${orig_pacing#pacing }")" ] || gp_fail "the refused daemon changed the socket"
 fi
 
 # --- a kernel that lets nobody take another process's fds (Yama ptrace_scope 3, which cannot
@@ -171,7 +172,7 @@ if [ -n "$by_route" ] && [ -w /proc/sys/kernel/yama/ptrace_scope ]; then
         show | grep -q "$f" || gp_fail "ptrace_scope 3: the phase record lacks $f"
     done
     floor_route | grep -q 'rto_min lock 5ms' || gp_fail "ptrace_scope 3: no floor route to the peer: $(ip route show 10.0.0.2)"
-    [ "$(say pacing)" = "$(caps "${orig_pacing#pacing }")" ] || gp_fail "ptrace_scope 3: a cap although pidfd_getfd is denied: $(say pacing)"
+    [ "$(say pacing)" = "$(each pacing "${orig_pacing#pacing }")" ] || gp_fail "ptrace_scope 3: a cap although pidfd_getfd is denied: $(say pacing)"
     say end "$phase" >/dev/null
     sleep 0.5
     [ -z "$(floor_route)" ] || gp_fail "ptrace_scope 3: the floor route is still there after the phase"

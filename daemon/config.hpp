@@ -19,7 +19,8 @@ namespace gp::daemon {
 enum class BackendChoice { Auto, Module, Stock };
 // How the stock backend floors a phase's RTO ([rto] stock_floor): each connection's own
 // TCP_RTO_MIN_US (Linux 6.15+), or a host route per peer with a locked rto_min; Auto takes the
-// socket option where the kernel has it and quickack is off (only a route can ask for that).
+// socket option where the kernel has it and quickack is off (only a route can ask for that),
+// and the route for a socket the daemon may not borrow (pidfd_getfd denied).
 enum class StockFloor { Auto, Socket, Route };
 
 // A link that limits the traffic towards a group of hosts: the switch port (or uplink) of

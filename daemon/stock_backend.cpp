@@ -1,12 +1,13 @@
 // The stock backend: SO_MAX_PACING_RATE on the sender's sockets, and the RTO floor as their
 // own TCP_RTO_MIN_US (Linux 6.15+) or as per-peer host routes with a locked rto_min (and
-// quickack with [rto] quickack), through gp::stock (daemon/stock), which records every change
-// in the state file before making it. With [pacing] pacer = "host", the connections that share
+// quickack with [rto] quickack; "auto" also for sockets it may not borrow), through gp::stock
+// (daemon/stock), which records every change in the state file before making it. With [pacing] pacer = "host", the connections that share
 // a bottleneck are steered into one token bucket per device instead (daemon/stock/shaper.cpp).
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <set>
+#include <span>
 
 #include "backend.hpp"
 #include "segments.hpp"
@@ -78,36 +79,16 @@ public:
 			pace(r, *c.socket, c.payload_bps, applied, errors);
 		if (!r.plan->rto_min_us)
 			return;
+		std::vector<const TargetSocket *> by_route;
 		if (floors_sockets(*r.config)) {
 			for (const TargetSocket &t : r.sockets)
-				floor(r, t, applied, errors);
-			return;
+				if (floor(r, t, applied, errors) == Floored::denied)
+					by_route.push_back(&t);
+		} else {
+			for (const TargetSocket &t : r.sockets)
+				by_route.push_back(&t);
 		}
-		// One route per peer host that the sender really has a connection to.
-		std::map<std::string, Endpoint> hosts;
-		for (const TargetSocket &t : r.sockets) {
-			Endpoint host = t.socket.remote;
-			host.port = 0;
-			hosts.emplace(format_endpoint(host), host);
-		}
-		const uint32_t rto_ms = (r.plan->rto_min_us + 999) / 1000;
-		for (const auto &[name, host] : hosts) {
-			const std::string key = "route " + name;
-			SharedRoute &route = routes_held_[key];
-			if (!route.holders) {
-				if (auto done = routes_.apply(host, stock::RouteSettings{rto_ms, r.config->rto_quickack}); !done) {
-					errors.push_back("route " + name + ": " + done.error().message);
-					routes_held_.erase(key);
-					continue;
-				}
-				route.peer = host;
-				route.rto_min_ms = rto_ms;
-				route.quickack = r.config->rto_quickack;
-			}
-			++route.holders;
-			applied.keys.push_back(key);
-			++applied.rto;
-		}
+		floor_routes(r, by_route, applied, errors);
 	}
 
 	void revert(Applied &applied, std::vector<std::string> &errors) override
@@ -278,18 +259,25 @@ private:
 		return !config.rto_quickack && stock::socket_rto_min().available;
 	}
 
+	enum class Floored { yes, failed, denied };
+
 	// One socket's RTO floor, shared by the phases that hold it: the first one's stays (as
-	// a route does).
-	void floor(const ApplyRequest &r, const TargetSocket &t, Applied &applied, std::vector<std::string> &errors)
+	// a route does). `denied`, with nothing reported, where "auto" may not borrow the socket
+	// (pidfd_getfd needs ptrace access: Yama's ptrace_scope 3, or an LSM, refuse it): its
+	// peer's route floors it instead, as on a kernel without the option.
+	Floored floor(const ApplyRequest &r, const TargetSocket &t, Applied &applied, std::vector<std::string> &errors)
 	{
 		const std::string key = "rto " + std::to_string(r.pid) + " " + std::to_string(t.socket.inode);
 		SharedFloor &f = floors_held_[key];
 		if (!f.holders) {
 			if (auto done = pacing_.floor_rto(r.pid, t.socket.inode, r.plan->rto_min_us, t.fd_in_process); !done) {
+				floors_held_.erase(key);
+				const int err = done.error().err;
+				if ((err == EPERM || err == EACCES) && r.config->rto_stock_floor == StockFloor::Auto)
+					return Floored::denied;
 				errors.push_back("rto " + format_endpoint(t.socket.local) + "->" +
 						 format_endpoint(t.socket.remote) + ": " + done.error().message);
-				floors_held_.erase(key);
-				return;
+				return Floored::failed;
 			}
 			f.pid = r.pid;
 			f.inode = t.socket.inode;
@@ -297,6 +285,38 @@ private:
 		++f.holders;
 		applied.keys.push_back(key);
 		++applied.rto;
+		return Floored::yes;
+	}
+
+	// The floor as a host route to each peer host of `sockets`, shared by the phases (and
+	// processes) whose connections go there.
+	void floor_routes(const ApplyRequest &r, std::span<const TargetSocket *const> sockets, Applied &applied,
+			  std::vector<std::string> &errors)
+	{
+		std::map<std::string, Endpoint> hosts;
+		for (const TargetSocket *t : sockets) {
+			Endpoint host = t->socket.remote;
+			host.port = 0;
+			hosts.emplace(format_endpoint(host), host);
+		}
+		const uint32_t rto_ms = (r.plan->rto_min_us + 999) / 1000;
+		for (const auto &[name, host] : hosts) {
+			const std::string key = "route " + name;
+			SharedRoute &route = routes_held_[key];
+			if (!route.holders) {
+				if (auto done = routes_.apply(host, stock::RouteSettings{rto_ms, r.config->rto_quickack}); !done) {
+					errors.push_back("route " + name + ": " + done.error().message);
+					routes_held_.erase(key);
+					continue;
+				}
+				route.peer = host;
+				route.rto_min_ms = rto_ms;
+				route.quickack = r.config->rto_quickack;
+			}
+			++route.holders;
+			applied.keys.push_back(key);
+			++applied.rto;
+		}
 	}
 
 	// One socket's own cap (SO_MAX_PACING_RATE), shared by the phases that hold it.

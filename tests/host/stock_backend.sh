@@ -4,7 +4,8 @@
 # gappaced (in A) must pace exactly that process's sockets (SO_MAX_PACING_RATE) and floor
 # their RTO (the per-peer route with rto_min lock and quickack; on Linux 6.15+ by default each
 # socket's own TCP_RTO_MIN_US), revert both at the phase end, refuse what it must,
-# survive malformed hints and configs, and undo a killed predecessor's settings on restart.
+# survive malformed hints and configs, undo a killed predecessor's settings on restart, and
+# floor by the route where pidfd_getfd is denied (deny_pidfd_getfd.so, LD_PRELOAD).
 #
 # usage: stock_backend.sh BUILD_DIR        (root; uses ip netns; everything bounded in time)
 set -euo pipefail
@@ -97,9 +98,9 @@ queue_packets = 4
 prefixes = ["10.213.0.2/32", "fd00:213::2/128"]
 CONF
 
-start_daemon() {
-	# ip netns exec execs the daemon: $! is gappaced itself, so signals reach it.
-	ip netns exec "$NSA" "$BUILD/daemon/gappaced" --config "$TMP/gappaced.toml" 2>>"$TMP/daemon.log" &
+start_daemon() { # [NAME=VALUE...]: added to the daemon's environment
+	# ip netns exec and env exec the daemon: $! is gappaced itself, so signals reach it.
+	ip netns exec "$NSA" env "$@" "$BUILD/daemon/gappaced" --config "$TMP/gappaced.toml" 2>>"$TMP/daemon.log" &
 	DAEMON_PID=$!
 	for _ in $(seq 50); do [[ -S $TMP/control.sock ]] && "$GAPCTL" daemon show >/dev/null 2>&1 && return 0; sleep 0.1; done
 	echo "gappaced did not start:"; cat "$TMP/daemon.log"; return 1
@@ -298,6 +299,37 @@ else
 	check "stock_floor socket: restart put the socket's RTO minimum back ($(say rto_min))" test "$(say rto_min)" = "$rto_orig"
 	check "stock_floor socket: and its cap" test "$(say pacing)" = "$orig"
 	check "stock_floor socket: the client's hints reach the restarted daemon" await_carrier
+	# Where the daemon may not borrow the socket (pidfd_getfd denied to it: Yama's
+	# ptrace_scope 3, an LSM; here deny_pidfd_getfd.so fails the call), "auto" floors the phase
+	# by the peer's route instead, and only the cap fails.
+	kill -TERM "$DAEMON_PID"; wait "$DAEMON_PID" 2>/dev/null || true
+	start_daemon LD_PRELOAD="$BUILD/tests/host/deny_pidfd_getfd.so"
+	check "pidfd_getfd denied: the client's hints reach the daemon" await_carrier
+	phase=$(say begin alltoall 1048576 10.213.0.2 | awk '/^phase/{print $2}')
+	sleep 0.3
+	route=$(ip -n "$NSA" route show 10.213.0.2 proto 167)
+	check "pidfd_getfd denied: auto floors by the peer's route: $route" \
+		bash -c "[[ '$route' == *'rto_min lock 5ms'* ]]"
+	check "pidfd_getfd denied: the socket's own minimum untouched ($(say rto_min))" test "$(say rto_min)" = "$rto_orig"
+	check "pidfd_getfd denied: no cap ($(say pacing))" test "$(say pacing)" = "$orig"
+	check "pidfd_getfd denied: the phase counts the route, and reports the cap's EPERM alone" \
+		bash -c "$GAPCTL -j daemon show | jq -e '.phases[0] | .rto==1 and .paced==0 and (.errors | any(test(\"^pace .*Operation not permitted\")) and all(test(\"^pace \")))' >/dev/null"
+	say end "$phase" >/dev/null
+	sleep 0.3
+	check "pidfd_getfd denied: the route goes with the phase" bash -c "[[ -z \$(ip -n $NSA route show 10.213.0.2 proto 167) ]]"
+	# "socket" asked for the socket's own floor and nothing else: denied, that is an error.
+	sed -e 's/^floor = "5ms"$/&\nstock_floor = "socket"/' "$TMP/socket.toml" >"$TMP/gappaced.toml"
+	kill -HUP "$DAEMON_PID"; sleep 0.3
+	phase=$(say begin alltoall 1048576 10.213.0.2 | awk '/^phase/{print $2}')
+	sleep 0.3
+	check "pidfd_getfd denied, stock_floor socket: no route" bash -c "[[ -z \$(ip -n $NSA route show 10.213.0.2 proto 167) ]]"
+	check "pidfd_getfd denied, stock_floor socket: the floor's EPERM is reported" \
+		bash -c "$GAPCTL -j daemon show | jq -e '.phases[0] | .rto==0 and (.errors | any(test(\"^rto .*Operation not permitted\")))' >/dev/null"
+	say end "$phase" >/dev/null
+	kill -TERM "$DAEMON_PID"; wait "$DAEMON_PID" 2>/dev/null || true
+	cp "$TMP/socket.toml" "$TMP/gappaced.toml"
+	start_daemon
+	check "pidfd_getfd allowed again: the client's hints reach the daemon" await_carrier
 	# quickack is a route metric: with "socket" it is refused.
 	sed -e 's/^floor = "5ms"$/&\nquickack = true\nstock_floor = "socket"/' "$TMP/socket.toml" >"$TMP/bad.toml"
 	out=$(inA "$BUILD/daemon/gappaced" --check-config --config "$TMP/bad.toml" 2>&1) && rc=0 || rc=$?

@@ -75,7 +75,10 @@ struct Qdisc *gp_qdisc_of(struct net_device *dev);
 void gp_prefix_mask(struct gp_prefix *prefix);
 int gp_rule_set(struct Qdisc *sch, const struct gp_rule_request *req, bool create, bool replace,
 		u32 owner_portid, struct netlink_ext_ack *extack);
-unsigned int gp_rules_release_owner(struct Qdisc *sch, u32 portid);
+/* The rules of netlink port @portid stamped at or before @before go (lease.c). */
+unsigned int gp_rules_release_owner(struct Qdisc *sch, u32 portid, u64 before);
+/* Rules that exist on any device: none, and a released socket has none to end. */
+unsigned int gp_rules_live(void);
 int gp_rule_del(struct Qdisc *sch, const struct gp_prefix *prefix, struct netlink_ext_ack *extack);
 /* Copies up to @max rules starting at position @first; returns how many. *@gen gets
  * the rule-set generation, which changes whenever rules are added or removed. */
@@ -119,7 +122,8 @@ struct gp_rto_info {
 /* rto.c */
 int gp_rto_init(void);
 void gp_rto_exit(void);
-void gp_rto_release_owner(const struct net *net, u32 portid);
+void gp_rto_release_owner(const struct net *net, u32 portid, u64 before);
+unsigned int gp_rto_live(void);
 int gp_rto_set(struct net *net, const struct gp_rto_tuple *t, bool by_peer,
 	       const struct gp_rto_request *req, u32 owner_portid, struct gp_rto_result *res,
 	       struct netlink_ext_ack *extack);
@@ -131,6 +135,12 @@ unsigned int gp_rto_snapshot(struct net *net, unsigned int first, struct gp_rto_
 /* lease.c: when a netlink socket is released, what it set ends */
 int gp_lease_init(void);
 void gp_lease_exit(void);
+/*
+ * A lease's stamp, taken when a socket makes or takes over a rule or an
+ * override: a release ends only the leases stamped before it, so that a new
+ * socket that got the released one's port id keeps what it set meanwhile.
+ */
+u64 gp_lease_stamp(void);
 
 /* netlink.c */
 int gp_genl_register(void);

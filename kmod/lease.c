@@ -27,16 +27,23 @@ struct gp_lease_end {
 	const struct net *net_id;	/* for comparisons only: may be dying */
 	struct net *net;		/* referenced, or NULL if the netns is going away */
 	u32 portid;
+	u64 before;			/* the lease clock at the release */
 };
 
 static struct workqueue_struct *gp_lease_wq;
+static atomic64_t gp_lease_clock = ATOMIC64_INIT(0);
+
+u64 gp_lease_stamp(void)
+{
+	return atomic64_inc_return(&gp_lease_clock);
+}
 
 static void gp_lease_end_work(struct work_struct *work)
 {
 	struct gp_lease_end *end = container_of(work, struct gp_lease_end, work);
 	struct net_device *dev;
 
-	gp_rto_release_owner(end->net_id, end->portid);
+	gp_rto_release_owner(end->net_id, end->portid, end->before);
 	if (end->net) {
 		/* a dying netns takes its devices, qdiscs and rules with it anyway */
 		rtnl_lock();
@@ -44,7 +51,7 @@ static void gp_lease_end_work(struct work_struct *work)
 			struct Qdisc *sch = gp_qdisc_of(dev);
 
 			if (sch)
-				gp_rules_release_owner(sch, end->portid);
+				gp_rules_release_owner(sch, end->portid, end->before);
 		}
 		rtnl_unlock();
 		put_net(end->net);
@@ -59,6 +66,11 @@ static int gp_lease_netlink_event(struct notifier_block *nb, unsigned long event
 
 	if (event != NETLINK_URELEASE || n->protocol != NETLINK_GENERIC || !n->portid)
 		return NOTIFY_DONE;
+	/* Every generic netlink socket on the host ends here. Without a lease of
+	 * anybody's, there is nothing to end: no work, no RTNL. (No request of the
+	 * released socket is still running: its leases are counted already.) */
+	if (!gp_rto_live() && !gp_rules_live())
+		return NOTIFY_DONE;
 	end = kzalloc(sizeof(*end), GFP_ATOMIC);
 	if (!end) {
 		pr_warn_ratelimited("gappace: out of memory: leases of netlink port %u stay until unload\n",
@@ -69,6 +81,10 @@ static int gp_lease_netlink_event(struct notifier_block *nb, unsigned long event
 	end->net_id = n->net;
 	end->net = maybe_get_net(n->net);
 	end->portid = n->portid;
+	/* The socket is out of the port table already, and the work runs later: a
+	 * new socket may get the same port id and set leases meanwhile. Those are
+	 * stamped after this and stay. */
+	end->before = atomic64_read(&gp_lease_clock);
 	queue_work(gp_lease_wq, &end->work);
 	return NOTIFY_DONE;
 }

@@ -121,7 +121,16 @@ struct gp_rule {
 	struct gp_prefix prefix;
 	struct gp_flow *flow;
 	u32 owner_portid;		/* the lease: the netlink socket that set the rule */
+	u64 lease_stamp;		/* gp_lease_stamp() when it set the rule */
 };
+
+/* Rules on all devices (lease.c skips releases while there are none). */
+static atomic_t gp_rule_count = ATOMIC_INIT(0);
+
+unsigned int gp_rules_live(void)
+{
+	return atomic_read(&gp_rule_count);
+}
 
 struct gp_sched_data {
 	struct Qdisc *sch;
@@ -826,6 +835,7 @@ static void gp_destroy(struct Qdisc *sch)
 			if (!--rule->flow->users)
 				kfree(rule->flow);
 			kfree(rule);
+			atomic_dec(&gp_rule_count);
 		}
 	}
 	consume_skb(q->gap_template);
@@ -1001,6 +1011,7 @@ int gp_rule_set(struct Qdisc *sch, const struct gp_rule_request *req, bool creat
 			gp_flow_put(q, old);
 		}
 		rule->owner_portid = owner_portid;	/* the lease passes to the new setter */
+		rule->lease_stamp = gp_lease_stamp();
 		goto unlock;
 	}
 	if (!create) {
@@ -1015,7 +1026,9 @@ int gp_rule_set(struct Qdisc *sch, const struct gp_rule_request *req, bool creat
 	}
 	fresh_rule->prefix = req->prefix;
 	fresh_rule->owner_portid = owner_portid;
+	fresh_rule->lease_stamp = gp_lease_stamp();
 	fresh_rule->flow = gp_flow_get(q, req->group, req->rate, fresh_flow, &used);
+	atomic_inc(&gp_rule_count);
 	hlist_add_head(&fresh_rule->hash_node, &q->rule_hash[gp_prefix_hash(&req->prefix)]);
 	list_add_tail(&fresh_rule->list, &q->rules);
 	gp_lens_add(q, &req->prefix);
@@ -1040,6 +1053,7 @@ static void gp_rule_remove(struct gp_sched_data *q, struct gp_rule *rule)
 	q->n_rules--;
 	q->generation++;
 	kfree(rule);
+	atomic_dec(&gp_rule_count);
 }
 
 int gp_rule_del(struct Qdisc *sch, const struct gp_prefix *prefix, struct netlink_ext_ack *extack)
@@ -1059,8 +1073,9 @@ int gp_rule_del(struct Qdisc *sch, const struct gp_prefix *prefix, struct netlin
 	return 0;
 }
 
-/* The lease of netlink port @portid ended: its rules go. Caller holds RTNL. */
-unsigned int gp_rules_release_owner(struct Qdisc *sch, u32 portid)
+/* The lease of netlink port @portid ended: its rules stamped at or before
+ * @before go. Caller holds RTNL. */
+unsigned int gp_rules_release_owner(struct Qdisc *sch, u32 portid, u64 before)
 {
 	struct gp_sched_data *q = qdisc_priv(sch);
 	struct gp_rule *rule, *tmp;
@@ -1068,7 +1083,7 @@ unsigned int gp_rules_release_owner(struct Qdisc *sch, u32 portid)
 
 	sch_tree_lock(sch);
 	list_for_each_entry_safe(rule, tmp, &q->rules, list) {
-		if (rule->owner_portid != portid)
+		if (rule->owner_portid != portid || rule->lease_stamp > before)
 			continue;
 		gp_rule_remove(q, rule);
 		n++;

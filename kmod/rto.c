@@ -60,6 +60,7 @@ struct gp_rto_override {
 	possible_net_t net;
 	u32 owner_portid;
 	u32 owner_pid;
+	u64 lease_stamp;		/* gp_lease_stamp() when its owner set it */
 	u32 orig_rto_min;		/* jiffies, as the socket had them */
 	u32 orig_delack_max;
 	u32 rto_min_us;			/* as requested */
@@ -90,13 +91,17 @@ static u32 gp_effective_rto_min_us(struct sock *sk)
 	return us;
 }
 
-/* Set the floor and ceiling and bring the RTO in line at once. */
-static void gp_rto_apply(struct sock *sk, u32 rto_min, u32 delack_max)
+/*
+ * Set the floor and ceiling and bring the estimator in line at once. Under the
+ * socket lock. A timer backing off (icsk_backoff > 0, a loss episode) keeps
+ * its doubled RTO: recomputing it from srtt would restart the doubling from the
+ * new floor; the next ACK of new data recomputes it from the estimator anyway.
+ */
+static void gp_rto_apply_locked(struct sock *sk, u32 rto_min, u32 delack_max)
 {
 	struct inet_connection_sock *icsk = inet_csk(sk);
 	struct tcp_sock *tp = tcp_sk(sk);
 
-	lock_sock(sk);
 	WRITE_ONCE(icsk->icsk_rto_min, rto_min);
 	WRITE_ONCE(icsk->icsk_delack_max, delack_max);
 	if (sk->sk_state != TCP_CLOSE && tp->srtt_us) {
@@ -104,15 +109,36 @@ static void gp_rto_apply(struct sock *sk, u32 rto_min, u32 delack_max)
 
 		tp->mdev_max_us = max(tp->mdev_us, floor_us);
 		tp->rttvar_us = tp->mdev_max_us;
-		icsk->icsk_rto = __tcp_set_rto(tp);
-		tcp_bound_rto(sk);
+		if (!icsk->icsk_backoff) {
+			icsk->icsk_rto = __tcp_set_rto(tp);
+			tcp_bound_rto(sk);
+		}
 	}
+}
+
+static void gp_rto_apply(struct sock *sk, u32 rto_min, u32 delack_max)
+{
+	lock_sock(sk);
+	gp_rto_apply_locked(sk, rto_min, delack_max);
 	release_sock(sk);
 }
 
+/*
+ * The socket's own values back, each only while it is still ours: a floor or
+ * ceiling its owner set since (TCP_RTO_MIN_US from 6.15, TCP_BPF_RTO_MIN,
+ * TCP_BPF_DELACK_MAX) is its choice now and stays, as it would without us.
+ */
 static void gp_rto_restore(struct gp_rto_override *o)
 {
-	gp_rto_apply(o->sk, o->orig_rto_min, o->orig_delack_max);
+	struct inet_connection_sock *icsk = inet_csk(o->sk);
+	u32 rto_min, delack_max;
+
+	lock_sock(o->sk);
+	rto_min = READ_ONCE(icsk->icsk_rto_min);
+	delack_max = READ_ONCE(icsk->icsk_delack_max);
+	gp_rto_apply_locked(o->sk, rto_min == o->rto_min ? o->orig_rto_min : rto_min,
+			    delack_max == o->delack_max ? o->orig_delack_max : delack_max);
+	release_sock(o->sk);
 }
 
 static void gp_rto_free(struct gp_rto_override *o)
@@ -130,7 +156,10 @@ static struct sock *gp_lookup_tuple(struct net *net, const struct gp_rto_tuple *
 	struct sock *sk;
 
 	/* the established hash is keyed from the incoming packet's view: the
-	 * peer is the source, the local end the destination */
+	 * peer is the source, the local end the destination. Its chains are
+	 * walked under RCU (as in softirq): a socket freed meanwhile stays
+	 * readable, and the lookup takes a reference on the one it returns. */
+	rcu_read_lock();
 	if (t->family == AF_INET)
 		sk = gp_lookup_established4(net, hinfo, t->daddr.v4, t->dport, t->saddr.v4,
 					    ntohs(t->sport));
@@ -142,6 +171,7 @@ static struct sock *gp_lookup_tuple(struct net *net, const struct gp_rto_tuple *
 	else
 		sk = NULL;
 #endif
+	rcu_read_unlock();
 	if (!sk)
 		return NULL;
 	if (sk->sk_state != TCP_ESTABLISHED) {
@@ -293,6 +323,7 @@ int gp_rto_set(struct net *net, const struct gp_rto_tuple *t, bool by_peer,
 		/* a later request takes the lease over; the originals stay */
 		o->owner_portid = owner_portid;
 		o->owner_pid = task_tgid_nr(current);
+		o->lease_stamp = gp_lease_stamp();
 		o->rto_min_us = req->rto_min_us;
 		o->delack_max_us = req->delack_max_us;
 		o->rto_min = req->rto_min;
@@ -303,8 +334,11 @@ int gp_rto_set(struct net *net, const struct gp_rto_tuple *t, bool by_peer,
 		res->effective_rto_min_us = gp_effective_rto_min_us(sk);
 		res->effective_delack_max_us = jiffies_to_usecs(READ_ONCE(inet_csk(sk)->icsk_delack_max));
 	}
+	/* queue, not mod: a pending sweep keeps its time. Postponing it on every
+	 * request would starve it under a daemon that sets floors more often
+	 * than every sweep period: TTLs would never end. */
 	if (gp_rto_count)
-		mod_delayed_work(gp_rto_wq, &gp_rto_sweeper, GP_RTO_SWEEP);
+		queue_delayed_work(gp_rto_wq, &gp_rto_sweeper, GP_RTO_SWEEP);
 	mutex_unlock(&gp_rto_lock);
 	kfree(socks);
 	return res->count ? 0 : err;
@@ -394,10 +428,20 @@ static void gp_rto_restore_where(bool (*pred)(const struct gp_rto_override *, co
 	}
 }
 
+/*
+ * An override ends when its TTL passes or its connection is gone: closed, or
+ * the socket connected again elsewhere (connect(AF_UNSPEC), then connect()),
+ * which the sweep may see only as a new tuple. The socket gets its own values
+ * back either way: it may be connected again later.
+ */
 static bool gp_rto_expired(const struct gp_rto_override *o, const void *unused)
 {
-	/* a connection that closed has nothing left to restore */
-	return o->sk->sk_state == TCP_CLOSE || (o->expires && time_after_eq(jiffies, o->expires));
+	struct gp_rto_tuple now;
+
+	if (o->sk->sk_state == TCP_CLOSE || (o->expires && time_after_eq(jiffies, o->expires)))
+		return true;
+	gp_sk_tuple(o->sk, &now);
+	return memcmp(&now, &o->tuple, sizeof(now)) != 0;
 }
 
 static void gp_rto_sweep(struct work_struct *work)
@@ -415,14 +459,21 @@ static bool gp_rto_owned_by(const struct gp_rto_override *o, const void *arg)
 {
 	const struct gp_rto_override *owner = arg;
 
-	return o->owner_portid == owner->owner_portid && read_pnet(&o->net) == read_pnet(&owner->net);
+	return o->owner_portid == owner->owner_portid && read_pnet(&o->net) == read_pnet(&owner->net) &&
+	       o->lease_stamp <= owner->lease_stamp;
 }
 
-/* The netlink socket @portid of @net was released (lease.c): its overrides end.
- * @net is only compared, never dereferenced: it may be dying. */
-void gp_rto_release_owner(const struct net *net, u32 portid)
+unsigned int gp_rto_live(void)
 {
-	struct gp_rto_override key = { .owner_portid = portid };
+	return READ_ONCE(gp_rto_count);
+}
+
+/* The netlink socket @portid of @net was released (lease.c): its overrides
+ * stamped at or before @before end. @net is only compared, never dereferenced:
+ * it may be dying. */
+void gp_rto_release_owner(const struct net *net, u32 portid, u64 before)
+{
+	struct gp_rto_override key = { .owner_portid = portid, .lease_stamp = before };
 
 	if (!READ_ONCE(gp_rto_count))
 		return;

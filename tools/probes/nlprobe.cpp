@@ -30,6 +30,13 @@
 //     fields, peers and sender stamps; says "listening" on stderr once joined.
 //     Exit 0 after COUNT hints, 1 on timeout or a bad message, 3 if the
 //     kernel refused the subscription (EPERM for the unprivileged)
+//   gp-nlprobe --rto-churn TUPLE --count N --interval-ms M [--ttl-tuple TUPLE --ttl-ms T]
+//     over one socket: first floors the --ttl-tuple connection (10 ms) with a
+//     TTL of T ms, then floors the churn TUPLE's connection N times, M ms
+//     apart: a daemon that sets floors more often than the module's sweep
+//     runs, which must not keep the TTL from ending. TUPLE is ss's
+//     "SADDR:SPORT DADDR:DPORT" (IPv4), one argument. Prints {"sets":N} and
+//     exits, which ends the socket's leases
 //   --as-uid UID  first drop to UID (and gid UID, no supplementary groups)
 //     with setresgid/setresuid: an unprivileged sender or listener
 //
@@ -621,6 +628,7 @@ int usage()
 {
 	std::fprintf(stderr, "usage: gp-nlprobe [-j] --dev DEV --plain-dev DEV [--only PREFIX]\n"
 			     "       gp-nlprobe --dev DEV --add-rules N [--hold]\n"
+			     "       gp-nlprobe --rto-churn TUPLE --count N --interval-ms M [--ttl-tuple TUPLE --ttl-ms T]\n"
 			     "       gp-nlprobe --send-hint [--phase-id N] [--as-uid UID]\n"
 			     "       gp-nlprobe --listen-hints COUNT --timeout-ms T [--as-uid UID]\n");
 	return 2;
@@ -971,6 +979,78 @@ int add_rules(uint32_t ifindex, uint32_t count, bool hold)
 	return 0;
 }
 
+// "SADDR:SPORT DADDR:DPORT" (IPv4, as ss prints a connection).
+struct Ipv4Tuple {
+	in_addr saddr{}, daddr{};
+	uint16_t sport = 0, dport = 0;
+};
+std::optional<Ipv4Tuple> parse_ipv4_tuple(const std::string &text)
+{
+	auto endpoint = [](const std::string &part, in_addr &addr, uint16_t &port) {
+		const auto colon = part.rfind(':');
+		if (colon == std::string::npos || inet_pton(AF_INET, part.substr(0, colon).c_str(), &addr) != 1)
+			return false;
+		char *end = nullptr;
+		const long value = std::strtol(part.c_str() + colon + 1, &end, 10);
+		port = static_cast<uint16_t>(value);
+		return *end == '\0' && value > 0 && value <= 65535;
+	};
+	const auto space = text.find(' ');
+	Ipv4Tuple t;
+	if (space == std::string::npos || !endpoint(text.substr(0, space), t.saddr, t.sport) ||
+	    !endpoint(text.substr(space + 1), t.daddr, t.dport))
+		return std::nullopt;
+	return t;
+}
+
+// RTO_SET of a 10 ms floor on one connection, with a TTL unless 0.
+gp::Expected<void> set_rto(gp::NetlinkSocket &sock, uint16_t family, const Ipv4Tuple &t, uint32_t ttl_ms)
+{
+	RequestBuffer buf;
+	genl_header(buf, family, GAPPACE_CMD_RTO_SET);
+	nlattr *nest = mnl_attr_nest_start(buf.nlh(), GAPPACE_A_RTO);
+	mnl_attr_put(buf.nlh(), GAPPACE_A_RTO_SADDR_IPV4, 4, &t.saddr);
+	mnl_attr_put_u16(buf.nlh(), GAPPACE_A_RTO_SPORT, htons(t.sport));
+	mnl_attr_put(buf.nlh(), GAPPACE_A_RTO_DADDR_IPV4, 4, &t.daddr);
+	mnl_attr_put_u16(buf.nlh(), GAPPACE_A_RTO_DPORT, htons(t.dport));
+	mnl_attr_put_u32(buf.nlh(), GAPPACE_A_RTO_RTO_MIN_US, 10000);
+	if (ttl_ms)
+		mnl_attr_put_u32(buf.nlh(), GAPPACE_A_RTO_TTL_MS, ttl_ms);
+	mnl_attr_nest_end(buf.nlh(), nest);
+	return sock.transact(buf);
+}
+
+int rto_churn(const Ipv4Tuple &churn, long count, long interval_ms, const std::optional<Ipv4Tuple> &ttl_tuple,
+	      long ttl_ms)
+{
+	auto sock = gp::NetlinkSocket::open(NETLINK_GENERIC);
+	if (!sock) {
+		std::fprintf(stderr, "gp-nlprobe: %s\n", sock.error().message.c_str());
+		return 2;
+	}
+	auto family = sock->genl_family_id(GAPPACE_GENL_NAME);
+	if (!family) {
+		std::fprintf(stderr, "gp-nlprobe: %s\n", family.error().message.c_str());
+		return 2;
+	}
+	if (ttl_tuple) {
+		if (auto ok = set_rto(*sock, *family, *ttl_tuple, static_cast<uint32_t>(ttl_ms)); !ok) {
+			std::fprintf(stderr, "gp-nlprobe: the TTL's floor: %s\n", ok.error().message.c_str());
+			return 1;
+		}
+	}
+	for (long i = 0; i < count; ++i) {
+		if (i)
+			poll(nullptr, 0, static_cast<int>(interval_ms));
+		if (auto ok = set_rto(*sock, *family, churn, 0); !ok) {
+			std::fprintf(stderr, "gp-nlprobe: set %ld: %s\n", i, ok.error().message.c_str());
+			return 1;
+		}
+	}
+	std::printf("{\"sets\":%ld}\n", count);
+	return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -982,6 +1062,8 @@ int main(int argc, char **argv)
 	bool send = false;
 	long listen_count = -1, timeout_ms = -1, as_uid = -1;
 	uint64_t phase_id = 1;
+	std::string churn_text, ttl_tuple_text;
+	long churn_count = -1, interval_ms = -1, ttl_ms = -1;
 	// a number option: all digits, within [0, max]
 	auto number = [](const char *text, long max, long &out) {
 		char *end = nullptr;
@@ -1015,8 +1097,31 @@ int main(int argc, char **argv)
 			continue;
 		else if (arg == "--as-uid" && has_value && number(argv[++i], 0xfffffffeL, as_uid))
 			continue;
+		else if (arg == "--rto-churn" && has_value)
+			churn_text = argv[++i];
+		else if (arg == "--ttl-tuple" && has_value)
+			ttl_tuple_text = argv[++i];
+		else if (arg == "--count" && has_value && number(argv[++i], 1000000, churn_count))
+			continue;
+		else if (arg == "--interval-ms" && has_value && number(argv[++i], 60 * 1000, interval_ms))
+			continue;
+		else if (arg == "--ttl-ms" && has_value && number(argv[++i], 3600 * 1000, ttl_ms) && ttl_ms > 0)
+			continue;
 		else
 			return usage();
+	}
+	if (!churn_text.empty()) {
+		const auto churn = parse_ipv4_tuple(churn_text);
+		std::optional<Ipv4Tuple> ttl_tuple;
+		if (!ttl_tuple_text.empty())
+			ttl_tuple = parse_ipv4_tuple(ttl_tuple_text);
+		if (!churn || churn_count < 1 || interval_ms < 0 || ttl_tuple_text.empty() != (ttl_ms < 0) ||
+		    (!ttl_tuple_text.empty() && !ttl_tuple)) {
+			std::fprintf(stderr, "gp-nlprobe: --rto-churn needs \"SADDR:SPORT DADDR:DPORT\" (IPv4), "
+					     "--count N >= 1 and --interval-ms M; --ttl-tuple goes with --ttl-ms\n");
+			return 2;
+		}
+		return rto_churn(*churn, churn_count, interval_ms, ttl_tuple, ttl_ms);
 	}
 	if (send || listen_count >= 0) {
 		if (send == (listen_count >= 0) || (listen_count >= 0 && timeout_ms < 0))

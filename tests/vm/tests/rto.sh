@@ -1,6 +1,7 @@
 #!/bin/sh
-# rto — per-socket minimum-RTO override: set, clear, leases, TTL, peer-wide
-# set, module unload, bad input. The connection's RTO is read with `ss -ti`
+# rto — per-socket minimum-RTO override: set, clear, leases, TTL (also while
+# other floors are set faster than the sweep runs), peer-wide set, module
+# unload, bad input. The connection's RTO is read with `ss -ti`
 # (the socket's icsk_rto) right after each step: the override takes effect at
 # once, not after several RTTs.
 . "$GP_LIB"
@@ -118,6 +119,19 @@ sleep 2.5
 expect_rto 6000 -ge 200 "ttl passed, conn 1"
 expect_rto 6001 -ge 200 "ttl passed, conn 2"
 release
+
+# --- the sweep keeps its period while floors are set more often than it runs (a
+# daemon's phases, milliseconds apart): a TTL ends on time though the other
+# connection is floored every 30 ms over the same socket, for 2.4 s and more
+gp-nlprobe --rto-churn "$conn" --count 80 --interval-ms 30 --ttl-tuple "$conn2" --ttl-ms 300 >>"$log" 2>&1 &
+churn=$!
+sleep 1.2
+kill -0 "$churn" 2>/dev/null || gp_fail "the churn ended before the check: $(tail -n 2 "$log")"
+expect_rto 6001 -ge 200 "ttl passed while the other connection was floored every 30 ms"
+expect_floored 6000 "the churned connection"
+wait "$churn" || gp_fail "gp-nlprobe --rto-churn failed: $(tail -n 2 "$log")"
+sleep 1
+expect_rto 6000 -ge 200 "the churn's socket closed: its floor ended"
 
 # --- module unload restores everything
 hold peer 10.0.0.2 5ms

@@ -151,7 +151,7 @@ struct gp_sched_data {
 	/* prefix lengths in use, to try only those (longest first) */
 	u64 v4_lens;				/* bit n: some IPv4 rule of length n */
 	DECLARE_BITMAP(v6_lens, 129);
-	u16 len_users[2][129];
+	u32 len_users[2][129];		/* up to GP_MAX_RULES of one length */
 
 	struct sk_buff *gap_template;	/* a full-size gap frame; gaps are trimmed clones */
 
@@ -367,7 +367,35 @@ static void gp_resync(struct gp_sched_data *q)
 	real = q->anchor_wire + gp_ns_to_wire(now_ns - q->anchor_ns, q->linkrate);
 	if (gp_wire_resync(&q->wire, real))
 		q->idle_resyncs++;
+	/* Longer since the last anchor than the conversion spans (GP_MAX_IDLE_NS):
+	 * a backlog kept the queue from emptying all that time, so real time is
+	 * past @real and the clock, which the device held back, is the better
+	 * guess. Anchored behind it, later idle times would first have to make
+	 * up the difference before they moved the clock. */
+	if (now_ns - q->anchor_ns > GP_MAX_IDLE_NS && gp_before(real, q->wire.now))
+		real = q->wire.now;
 	/* re-anchor so the conversion never spans more than a short interval */
+	q->anchor_ns = now_ns;
+	q->anchor_wire = real;
+}
+
+/*
+ * Anchor real time anew before a change of the link rate or of the lookahead:
+ * at the real time the old rate projects (an idle wire's clock still moves up
+ * to it), or at the clock if that is later. A clock the old settings let run
+ * ahead (no lookahead on a device that never pushes back), or that ran
+ * without a rate and so without an anchor, must not be held back for it.
+ */
+static void gp_reanchor(struct gp_sched_data *q)
+{
+	u64 now_ns = ktime_get_ns(), real = q->wire.now;
+
+	if (q->linkrate) {
+		u64 projected = q->anchor_wire + gp_ns_to_wire(now_ns - q->anchor_ns, q->linkrate);
+
+		if (gp_before(real, projected))
+			real = projected;
+	}
 	q->anchor_ns = now_ns;
 	q->anchor_wire = real;
 }
@@ -401,7 +429,11 @@ static bool gp_lookahead_hold(struct gp_sched_data *q)
 	bound = real + gp_ns_to_wire(q->lookahead_ns, q->linkrate);
 	if (!gp_before(bound, q->wire.now))
 		return false;
-	early = gp_wire_to_ns(q->wire.now - bound, q->linkrate);
+	/* At most a second at a time (a watchdog that fires only looks again):
+	 * the conversion of a larger lead could overflow. */
+	early = q->wire.now - bound;
+	early = early > gp_ns_to_wire(NSEC_PER_SEC, q->linkrate) ? NSEC_PER_SEC :
+		gp_wire_to_ns(early, q->linkrate);
 	qdisc_watchdog_schedule_ns(&q->watchdog, now_ns + max_t(u64, early, 1000));
 	q->lookahead_waits++;
 	return true;
@@ -645,7 +677,8 @@ static u64 gp_device_linkrate(struct net_device *dev)
 		return 0;
 	if (ks.base.speed == 0 || ks.base.speed == (u32)SPEED_UNKNOWN)
 		return 0;
-	return (u64)ks.base.speed * 1000 * 1000;
+	/* a driver may report anything up to INT_MAX Mbit/s (virtio: the host's say) */
+	return min_t(u64, (u64)ks.base.speed * 1000 * 1000, GP_LINKRATE_MAX);
 }
 
 static struct netlink_range_validation gp_linkrate_range = {
@@ -673,13 +706,10 @@ static void gp_set_linkrate(struct gp_sched_data *q, u64 linkrate)
 {
 	if (q->linkrate == linkrate)
 		return;
-	/* keep real time and wire time in step across the change */
-	if (q->linkrate) {
-		u64 now_ns = ktime_get_ns();
-
-		q->anchor_wire += gp_ns_to_wire(now_ns - q->anchor_ns, q->linkrate);
-		q->anchor_ns = now_ns;
-	}
+	/* Keep real time and wire time in step across the change: from no rate
+	 * (nothing anchored meanwhile) too, or the first lookahead would hold the
+	 * queue for all the unpaced bytes sent since. */
+	gp_reanchor(q);
 	/* a rule faster than a slower new link is simply limited by the link */
 	q->linkrate = linkrate;
 }
@@ -710,8 +740,13 @@ static int gp_change(struct Qdisc *sch, struct nlattr *opt, struct netlink_ext_a
 			return -EINVAL;
 		}
 	}
-	if (linkrate_auto)
-		linkrate = gp_device_linkrate(qdisc_dev(sch));
+	if (linkrate_auto) {
+		u64 device = gp_device_linkrate(qdisc_dev(sch));
+
+		/* link down or speed unknown now: an automatic rate keeps the last
+		 * known speed, as the netdev notifier does */
+		linkrate = device ?: (q->linkrate_auto ? q->linkrate : 0);
+	}
 	if (tb[TCA_GAPPACE_IFG])
 		ifg = nla_get_u32(tb[TCA_GAPPACE_IFG]);
 	if (tb[TCA_GAPPACE_LIMIT])
@@ -744,6 +779,8 @@ static int gp_change(struct Qdisc *sch, struct nlattr *opt, struct netlink_ext_a
 	/* A watchdog armed under the old bound stays: firing only reschedules the
 	 * queue, and cancelling it would leave a held backlog waiting for the next
 	 * enqueue. */
+	if (lookahead_ns && !q->lookahead_ns)
+		gp_reanchor(q);	/* without a bound the clock may have run ahead */
 	q->lookahead_ns = lookahead_ns;
 	/* a lower limit takes effect now: drop from the unpaced queue first */
 	while (sch->q.qlen > q->limit && q->unpaced_head) {
@@ -934,6 +971,28 @@ static void gp_flow_put(struct gp_sched_data *q, struct gp_flow *flow)
 }
 
 /*
+ * A schedule's new rate. A flow that waits out its last frame's interval at a
+ * slower old rate waits only what the new rate asks of that frame: the rest
+ * of the wait scaled by old / new (the control plane raises rates between
+ * phases, and a frame charged at a few Mbit/s waits milliseconds). A slower
+ * new rate takes effect with the next frame.
+ */
+static void gp_flow_set_rate(struct gp_sched_data *q, struct gp_flow *flow, u64 rate)
+{
+	u64 old = flow->rate, now = q->wire.now;
+
+	flow->rate = rate;
+	flow->clock.rem = 0;
+	if (rate <= old || !gp_before(now, flow->clock.next))
+		return;
+	if (flow->qlen)		/* the tree is ordered by clock.next */
+		rb_erase_cached(&flow->tree_node, &q->backlogged);
+	flow->clock.next = now + gp_mul_div(flow->clock.next - now, old, rate);
+	if (flow->qlen)
+		gp_tree_insert(q, flow);
+}
+
+/*
  * The schedule a rule of @group (0: none) at @rate joins: its group's, whose
  * rate becomes @rate, or @fresh, which the caller allocated and gives up here.
  * *@used tells whether @fresh was taken.
@@ -946,8 +1005,7 @@ static struct gp_flow *gp_flow_get(struct gp_sched_data *q, u32 group, u64 rate,
 	*used = !flow;
 	if (flow) {
 		if (flow->rate != rate) {
-			flow->rate = rate;
-			flow->clock.rem = 0;
+			gp_flow_set_rate(q, flow, rate);
 			gp_flow_reset_stats(flow);
 		}
 	} else {
@@ -1001,8 +1059,7 @@ int gp_rule_set(struct Qdisc *sch, const struct gp_rule_request *req, bool creat
 		old = rule->flow;
 		if (!old->group && !req->group) {
 			/* its own schedule at a new rate: the counters restart */
-			old->rate = req->rate;
-			old->clock.rem = 0;
+			gp_flow_set_rate(q, old, req->rate);
 			gp_flow_reset_stats(old);
 		} else {
 			/* its group's (maybe the one it is in), or out of the group to one of

@@ -15,7 +15,7 @@ SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd -- "$SCRIPT_DIR/../.." && pwd)
 
 # name : guest timeout (s) : capture?
-TESTS=(pacing:900:capture lifecycle:300: badinput:300: rto:300: tailloss:300: hints:300: control:300: stock:300: gcluster:300:)
+TESTS=(pacing:900:capture lifecycle:300: badinput:300: clock:300: rto:300: tailloss:300: hints:300: control:300: stock:300: gcluster:300:)
 # Retried once on failure, reported as such (see below). pacing is here for one check only: its
 # mixed phase needs the guest's unpaced UDP blaster to keep the emulated wire contended, which
 # a host busy elsewhere can starve (seen once: 9 % of the link against the 12.5 % asserted).

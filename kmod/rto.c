@@ -149,38 +149,6 @@ static void gp_rto_free(struct gp_rto_override *o)
 	kfree(o);
 }
 
-/* An established TCP socket by tuple in @net, referenced, or NULL. */
-static struct sock *gp_lookup_tuple(struct net *net, const struct gp_rto_tuple *t)
-{
-	struct inet_hashinfo *hinfo = net->ipv4.tcp_death_row.hashinfo;
-	struct sock *sk;
-
-	/* the established hash is keyed from the incoming packet's view: the
-	 * peer is the source, the local end the destination. Its chains are
-	 * walked under RCU (as in softirq): a socket freed meanwhile stays
-	 * readable, and the lookup takes a reference on the one it returns. */
-	rcu_read_lock();
-	if (t->family == AF_INET)
-		sk = gp_lookup_established4(net, hinfo, t->daddr.v4, t->dport, t->saddr.v4,
-					    ntohs(t->sport));
-#if IS_ENABLED(CONFIG_IPV6)
-	else
-		sk = gp_lookup_established6(net, hinfo, &t->daddr.v6, t->dport, &t->saddr.v6,
-					    ntohs(t->sport));
-#else
-	else
-		sk = NULL;
-#endif
-	rcu_read_unlock();
-	if (!sk)
-		return NULL;
-	if (sk->sk_state != TCP_ESTABLISHED) {
-		sock_gen_put(sk);	/* also a timewait socket */
-		return NULL;
-	}
-	return sk;
-}
-
 /* An IPv6 socket connected to an IPv4 peer (v4-mapped) is an IPv4 connection. */
 static int gp_sk_family(const struct sock *sk)
 {
@@ -204,9 +172,24 @@ static bool gp_sk_to_peer(const struct sock *sk, const struct gp_rto_tuple *peer
 #endif
 }
 
-/* Up to @max established sockets of @net to the peer of @t, referenced. */
-static unsigned int gp_lookup_peer(struct net *net, const struct gp_rto_tuple *t,
-				   struct sock **out, unsigned int max)
+/* @sk is the connection of @t, from its local end to its peer. */
+static bool gp_sk_is_tuple(const struct sock *sk, const struct gp_rto_tuple *t)
+{
+	if (!gp_sk_to_peer(sk, t) || sk->sk_dport != t->dport || htons(sk->sk_num) != t->sport)
+		return false;
+	if (t->family == AF_INET)
+		return sk->sk_rcv_saddr == t->saddr.v4;
+#if IS_ENABLED(CONFIG_IPV6)
+	return ipv6_addr_equal(&sk->sk_v6_rcv_saddr, &t->saddr.v6);
+#else
+	return false;
+#endif
+}
+
+/* Up to @max established sockets of @net to the peer of @t (@full: the one
+ * with the whole tuple of @t), referenced. */
+static unsigned int gp_walk_established(struct net *net, const struct gp_rto_tuple *t, bool full,
+					struct sock **out, unsigned int max)
 {
 	struct inet_hashinfo *hinfo = net->ipv4.tcp_death_row.hashinfo;
 	unsigned int i, n = 0;
@@ -222,7 +205,7 @@ static unsigned int gp_lookup_peer(struct net *net, const struct gp_rto_tuple *t
 		sk_nulls_for_each(sk, node, &head->chain) {
 			/* timewait sockets share the hash: look at common fields first */
 			if (sk->sk_state != TCP_ESTABLISHED || !net_eq(sock_net(sk), net) ||
-			    !gp_sk_to_peer(sk, t))
+			    !(full ? gp_sk_is_tuple(sk, t) : gp_sk_to_peer(sk, t)))
 				continue;
 			if (n < max && refcount_inc_not_zero(&sk->sk_refcnt))
 				out[n++] = sk;
@@ -231,6 +214,41 @@ static unsigned int gp_lookup_peer(struct net *net, const struct gp_rto_tuple *t
 		cond_resched();
 	}
 	return n;
+}
+
+/* An established TCP socket by tuple in @net, referenced, or NULL. */
+static struct sock *gp_lookup_tuple(struct net *net, const struct gp_rto_tuple *t)
+{
+	struct inet_hashinfo *hinfo = net->ipv4.tcp_death_row.hashinfo;
+	struct sock *sk;
+
+	/* the established hash is keyed from the incoming packet's view: the
+	 * peer is the source, the local end the destination. Its chains are
+	 * walked under RCU (as in softirq): a socket freed meanwhile stays
+	 * readable, and the lookup takes a reference on the one it returns. */
+	rcu_read_lock();
+	if (t->family == AF_INET)
+		sk = gp_lookup_established4(net, hinfo, t->daddr.v4, t->dport, t->saddr.v4,
+					    ntohs(t->sport));
+#if IS_ENABLED(CONFIG_IPV6)
+	else
+		sk = gp_lookup_established6(net, hinfo, &t->daddr.v6, t->dport, &t->saddr.v6,
+					    ntohs(t->sport));
+#else
+	else
+		sk = NULL;
+#endif
+	rcu_read_unlock();
+	/* The hash lookup matches a socket bound to a device (SO_BINDTODEVICE,
+	 * a VRF, an IPv6 link-local peer) only for packets of that device:
+	 * walk the hash for those. */
+	if (!sk)
+		return gp_walk_established(net, t, true, &sk, 1) ? sk : NULL;
+	if (sk->sk_state != TCP_ESTABLISHED) {
+		sock_gen_put(sk);	/* also a timewait socket */
+		return NULL;
+	}
+	return sk;
 }
 
 static void gp_sk_tuple(const struct sock *sk, struct gp_rto_tuple *t)
@@ -276,7 +294,7 @@ int gp_rto_set(struct net *net, const struct gp_rto_tuple *t, bool by_peer,
 	if (!socks)
 		return -ENOMEM;
 	if (by_peer) {
-		n = gp_lookup_peer(net, t, socks, max);
+		n = gp_walk_established(net, t, false, socks, max);
 	} else {
 		socks[0] = gp_lookup_tuple(net, t);
 		n = socks[0] ? 1 : 0;

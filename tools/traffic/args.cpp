@@ -1,6 +1,7 @@
 #include "args.hpp"
 
 #include <getopt.h>
+#include <net/if.h>
 
 #include <cerrno>
 #include <charconv>
@@ -199,6 +200,9 @@ Expected<Command> parse_tcp_send(OptionReader &r)
 	if (a.congestion_control && a.congestion_control->empty())
 		r.fail("--cc must not be empty");
 	a.sndbuf = r.number("sndbuf", false, 1, kMaxBufferBytes, true);
+	a.bind_device = r.optional_text("bind-dev");
+	if (a.bind_device && (a.bind_device->empty() || a.bind_device->size() >= IFNAMSIZ))
+		r.fail("--bind-dev must be a device name (1 to 15 characters)");
 	return finish(r, a);
 }
 
@@ -261,7 +265,8 @@ const std::vector<Mode> &modes()
 		 parse_udp_send},
 		{"udp-sink", {{"port", true}, {"count", true}, {"timeout", true}, {"rcvbuf", true}}, parse_udp_sink},
 		{"tcp-send",
-		 {{"dst", true}, {"port", true}, {"bytes", true}, {"timeout", true}, {"cc", true}, {"sndbuf", true}},
+		 {{"dst", true}, {"port", true}, {"bytes", true}, {"timeout", true}, {"cc", true}, {"sndbuf", true},
+		  {"bind-dev", true}},
 		 parse_tcp_send},
 		{"tcp-sink", {{"port", true}, {"bytes", true}, {"timeout", true}, {"once", false}}, parse_tcp_sink},
 		{"tcp-rr",
@@ -281,7 +286,7 @@ std::string usage_text()
 	       "  udp-send --dst ADDR --port P [--src-port P] [--size PAYLOAD_BYTES] --count N [--flow ID]\n"
 	       "           [--sndbuf BYTES] [--gso SEGMENTS]\n"
 	       "  udp-sink --port P --count N [--rcvbuf BYTES]\n"
-	       "  tcp-send --dst ADDR --port P --bytes N [--cc NAME] [--sndbuf BYTES]\n"
+	       "  tcp-send --dst ADDR --port P --bytes N [--cc NAME] [--sndbuf BYTES] [--bind-dev DEV]\n"
 	       "  tcp-sink --port P [--bytes N] [--once]\n"
 	       "  tcp-rr   --dst ADDR --port P --count N [--size BYTES] [--pause-ms MS]\n"
 	       "  tcp-rr-server --port P [--size BYTES]\n"

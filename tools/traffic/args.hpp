@@ -42,6 +42,7 @@ struct TcpSendArgs {
 	double timeout_seconds = kDefaultTimeoutSeconds;
 	std::optional<std::string> congestion_control;
 	std::optional<uint64_t> sndbuf;
+	std::optional<std::string> bind_device;	// SO_BINDTODEVICE
 };
 
 struct TcpSinkArgs {

@@ -31,6 +31,11 @@ Expected<UniqueFd> sender_socket(const TcpSendArgs &args, int family)
 	if (args.sndbuf)
 		if (auto ok = set_buffer_size(fd->get(), true, *args.sndbuf); !ok)
 			return ok.error();
+	if (args.bind_device) {
+		const std::string &dev = *args.bind_device;
+		if (setsockopt(fd->get(), SOL_SOCKET, SO_BINDTODEVICE, dev.data(), static_cast<socklen_t>(dev.size())) != 0)
+			return system_error("SO_BINDTODEVICE '" + dev + "'");
+	}
 	return fd;
 }
 

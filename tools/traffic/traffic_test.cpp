@@ -91,6 +91,12 @@ TEST(Arguments, OtherModes)
 	const auto send = parse({"tcp-send", "--dst", "10.0.0.2", "--port", "5001", "--bytes", "1000", "--cc", "bbr"});
 	ASSERT_TRUE(send) << send.error().message;
 	EXPECT_EQ(std::get<TcpSendArgs>(*send).congestion_control, "bbr");
+	EXPECT_FALSE(std::get<TcpSendArgs>(*send).bind_device);
+	const auto bound = parse({"tcp-send", "--dst", "10.0.0.2", "--port", "5001", "--bytes", "1000", "--bind-dev", "eth0"});
+	ASSERT_TRUE(bound) << bound.error().message;
+	EXPECT_EQ(std::get<TcpSendArgs>(*bound).bind_device, "eth0");
+	EXPECT_FALSE(parse({"tcp-send", "--dst", "10.0.0.2", "--port", "5001", "--bytes", "1000", "--bind-dev",
+			    "a-name-of-sixteen"}));
 
 	const auto marker = parse({"marker", "--dst", "10.0.0.2", "--name", "phase one"});
 	ASSERT_TRUE(marker) << marker.error().message;

@@ -133,6 +133,31 @@ wait "$churn" || gp_fail "gp-nlprobe --rto-churn failed: $(tail -n 2 "$log")"
 sleep 1
 expect_rto 6000 -ge 200 "the churn's socket closed: its floor ended"
 
+# --- a connection bound to its device (SO_BINDTODEVICE, as in a VRF): the established
+# hash matches it only for that device's packets, so the module walks the hash for it
+gp_peer gp-traffic tcp-sink --port 6004 --once --timeout 60 >/dev/null 2>&1 &
+bound_sink=$!
+sleep 0.5
+gp-traffic tcp-send --dst 10.0.0.2 --port 6004 --bytes 4g --bind-dev eth0 --timeout 30 >/dev/null 2>&1 &
+bound_sender=$!
+sleep 1
+# ss shows the bound device as SADDR%DEV:PORT; gapctl takes the address alone
+bound=$(tuple 6004 | sed 's/%[^:]*:/:/')
+echo "bound connection: $bound" >>"$log"
+if [ -z "$bound" ]; then
+    gp_fail "no connection bound to eth0: $(ss -tan)"
+else
+    # shellcheck disable=SC2086
+    hold $bound 5ms
+    case $(gapctl -j rto show) in
+        *'"peer":"10.0.0.2:6004"'*'"effective_rto_min_us":8000'*) ;;
+        *) gp_fail "the connection bound to eth0 was not floored: $(gapctl -j rto show; tail -n 3 "$log")" ;;
+    esac
+    release
+fi
+kill "$bound_sender" "$bound_sink" 2>/dev/null
+wait "$bound_sender" "$bound_sink" 2>/dev/null
+
 # --- module unload restores everything
 hold peer 10.0.0.2 5ms
 expect_floored 6001 "before rmmod"

@@ -590,14 +590,14 @@ static int gp_rto_parse(struct genl_info *info, struct gp_rto_tuple *t, bool *by
 	return 0;
 }
 
-static int gp_rto_reply(struct genl_info *info, u8 cmd, u32 count, const struct gp_rto_result *res)
+/* Sends @msg, allocated before the change it reports: a change made must not
+ * be answered with an error for want of memory. */
+static int gp_rto_reply(struct sk_buff *msg, struct genl_info *info, u8 cmd, u32 count,
+			const struct gp_rto_result *res)
 {
-	struct sk_buff *msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
 	struct nlattr *nest;
 	void *hdr;
 
-	if (!msg)
-		return -ENOMEM;
 	hdr = genlmsg_put_reply(msg, info, &gp_genl_family, 0, cmd);
 	if (!hdr)
 		goto full;
@@ -620,6 +620,7 @@ static int gp_cmd_rto_set(struct sk_buff *skb, struct genl_info *info)
 	struct gp_rto_request req;
 	struct gp_rto_result res;
 	struct gp_rto_tuple t;
+	struct sk_buff *msg;
 	bool by_peer;
 	int err;
 
@@ -629,15 +630,21 @@ static int gp_cmd_rto_set(struct sk_buff *skb, struct genl_info *info)
 	err = gp_rto_parse(info, &t, &by_peer, &req);
 	if (err)
 		return err;
+	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
+	if (!msg)
+		return -ENOMEM;
 	err = gp_rto_set(genl_info_net(info), &t, by_peer, &req, info->snd_portid, &res, info->extack);
-	if (err)
+	if (err) {
+		nlmsg_free(msg);
 		return err;
-	return gp_rto_reply(info, GAPPACE_CMD_RTO_SET, res.count, &res);
+	}
+	return gp_rto_reply(msg, info, GAPPACE_CMD_RTO_SET, res.count, &res);
 }
 
 static int gp_cmd_rto_clear(struct sk_buff *skb, struct genl_info *info)
 {
 	struct gp_rto_tuple t;
+	struct sk_buff *msg;
 	bool by_peer;
 	u32 count;
 	int err;
@@ -648,10 +655,15 @@ static int gp_cmd_rto_clear(struct sk_buff *skb, struct genl_info *info)
 	err = gp_rto_parse(info, &t, &by_peer, NULL);
 	if (err)
 		return err;
+	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
+	if (!msg)
+		return -ENOMEM;
 	err = gp_rto_clear(genl_info_net(info), &t, by_peer, &count, info->extack);
-	if (err)
+	if (err) {
+		nlmsg_free(msg);
 		return err;
-	return gp_rto_reply(info, GAPPACE_CMD_RTO_CLEAR, count, NULL);
+	}
+	return gp_rto_reply(msg, info, GAPPACE_CMD_RTO_CLEAR, count, NULL);
 }
 
 static int gp_put_addr(struct sk_buff *skb, int v4_type, int v6_type, u8 family,

@@ -676,20 +676,34 @@ uint64_t own_netns_inode()
 	return stat("/proc/self/ns/net", &st) == 0 ? st.st_ino : 0;
 }
 
-int send_hint(uint64_t phase_id)
+// A generic netlink socket and the gappace family's id; nullopt once it said why not.
+struct GappaceSocket {
+	gp::NetlinkSocket sock;
+	uint16_t family;
+};
+std::optional<GappaceSocket> open_gappace()
 {
 	auto sock = gp::NetlinkSocket::open(NETLINK_GENERIC);
 	if (!sock) {
 		std::fprintf(stderr, "gp-nlprobe: %s\n", sock.error().message.c_str());
-		return 2;
+		return std::nullopt;
 	}
 	auto family = sock->genl_family_id(GAPPACE_GENL_NAME);
 	if (!family) {
 		std::fprintf(stderr, "gp-nlprobe: %s\n", family.error().message.c_str());
-		return 2;
+		return std::nullopt;
 	}
+	return GappaceSocket{std::move(*sock), *family};
+}
+
+int send_hint(uint64_t phase_id)
+{
+	auto opened = open_gappace();
+	if (!opened)
+		return 2;
+	auto &[sock, family] = *opened;
 	RequestBuffer buf;
-	genl_header(buf, *family, GAPPACE_CMD_HINT);
+	genl_header(buf, family, GAPPACE_CMD_HINT);
 	put_hint(buf.nlh(), [&](nlmsghdr *n) {
 		mnl_attr_put_u32(n, GAPPACE_A_HINT_EVENT, GAPPACE_HINT_EVENT_BEGIN);
 		mnl_attr_put_u64(n, GAPPACE_A_HINT_PHASE_ID, phase_id);
@@ -707,7 +721,7 @@ int send_hint(uint64_t phase_id)
 			mnl_attr_put_u32(p, GAPPACE_A_PEER_RANK, 3);
 		});
 	});
-	const auto sent = sock->transact(buf);
+	const auto sent = sock.transact(buf);
 	gp::JsonWriter out;
 	out.begin_object().field("sent", sent.has_value()).field("phase_id", phase_id);
 	if (!sent)
@@ -950,22 +964,16 @@ int add_rules(uint32_t ifindex, uint32_t count, bool hold)
 	sigaddset(&stop, SIGINT);
 	if (hold)
 		sigprocmask(SIG_BLOCK, &stop, nullptr);	// from now on a signal ends the hold
-	auto sock = gp::NetlinkSocket::open(NETLINK_GENERIC);
-	if (!sock) {
-		std::fprintf(stderr, "gp-nlprobe: %s\n", sock.error().message.c_str());
+	auto opened = open_gappace();
+	if (!opened)
 		return 2;
-	}
-	auto family = sock->genl_family_id(GAPPACE_GENL_NAME);
-	if (!family) {
-		std::fprintf(stderr, "gp-nlprobe: %s\n", family.error().message.c_str());
-		return 2;
-	}
+	auto &[sock, family] = *opened;
 	for (uint32_t i = 0; i < count; ++i) {
 		RequestBuffer buf;
-		genl_header(buf, *family, GAPPACE_CMD_RULE_NEW);
+		genl_header(buf, family, GAPPACE_CMD_RULE_NEW);
 		mnl_attr_put_u32(buf.nlh(), GAPPACE_A_IFINDEX, ifindex);
 		put_rule(buf, {.v4_addr = htonl(0x0a800000u + i), .rate_value = 10000});
-		if (auto ok = sock->transact(buf); !ok) {
+		if (auto ok = sock.transact(buf); !ok) {
 			std::fprintf(stderr, "gp-nlprobe: rule %u: %s\n", i, ok.error().message.c_str());
 			return 1;
 		}
@@ -1023,18 +1031,12 @@ gp::Expected<void> set_rto(gp::NetlinkSocket &sock, uint16_t family, const Ipv4T
 int rto_churn(const Ipv4Tuple &churn, long count, long interval_ms, const std::optional<Ipv4Tuple> &ttl_tuple,
 	      long ttl_ms)
 {
-	auto sock = gp::NetlinkSocket::open(NETLINK_GENERIC);
-	if (!sock) {
-		std::fprintf(stderr, "gp-nlprobe: %s\n", sock.error().message.c_str());
+	auto opened = open_gappace();
+	if (!opened)
 		return 2;
-	}
-	auto family = sock->genl_family_id(GAPPACE_GENL_NAME);
-	if (!family) {
-		std::fprintf(stderr, "gp-nlprobe: %s\n", family.error().message.c_str());
-		return 2;
-	}
+	auto &[sock, family] = *opened;
 	if (ttl_tuple) {
-		if (auto ok = set_rto(*sock, *family, *ttl_tuple, static_cast<uint32_t>(ttl_ms)); !ok) {
+		if (auto ok = set_rto(sock, family, *ttl_tuple, static_cast<uint32_t>(ttl_ms)); !ok) {
 			std::fprintf(stderr, "gp-nlprobe: the TTL's floor: %s\n", ok.error().message.c_str());
 			return 1;
 		}
@@ -1042,7 +1044,7 @@ int rto_churn(const Ipv4Tuple &churn, long count, long interval_ms, const std::o
 	for (long i = 0; i < count; ++i) {
 		if (i)
 			poll(nullptr, 0, static_cast<int>(interval_ms));
-		if (auto ok = set_rto(*sock, *family, churn, 0); !ok) {
+		if (auto ok = set_rto(sock, family, churn, 0); !ok) {
 			std::fprintf(stderr, "gp-nlprobe: set %ld: %s\n", i, ok.error().message.c_str());
 			return 1;
 		}

@@ -306,9 +306,10 @@ void log_exchange(const CommState &cs, const PeerTable &table, size_t sockets)
 			map += ',';
 		map += std::to_string(table.peers[i].rank) + '@' + format_tuple(table.peers[i]);
 	}
-	log_line("exchange comm_size=%d crank=%d seq=%llu rescan=%d sockets=%zu mapped_ranks=%u "
+	log_line("exchange comm_size=%d crank=%d seq=%llu due=%llu rescan=%d sockets=%zu mapped_ranks=%u "
 		 "matched_pairs=%llu any_unmapped=%d tuples=%u addrs=%u map=%s",
-		 cs.size, cs.rank, static_cast<unsigned long long>(cs.seq), cs.rescans, sockets,
+		 cs.size, cs.rank, static_cast<unsigned long long>(cs.seq),
+		 static_cast<unsigned long long>(cs.due_seq), cs.rescans, sockets,
 		 table.mapped_ranks, static_cast<unsigned long long>(table.matched_pairs),
 		 table.any_unmapped ? 1 : 0, table.tuple_peers, table.address_peers,
 		 map.empty() ? "-" : map.c_str());
@@ -359,7 +360,7 @@ void exchange(CommState &cs) noexcept
 			cs.exchange_broken = true;
 			return;
 		}
-		if (cs.seq > 1)
+		if (cs.exchanges++ > 0)
 			cs.rescans++;
 		cs.any_unmapped = table->any_unmapped;
 		g_exchanges.fetch_add(1, std::memory_order_relaxed);
@@ -511,7 +512,7 @@ void shim_stop() noexcept
 	// The keyval stays: MPI still runs its delete callback for live communicators.
 }
 
-CommState *comm_enter(MPI_Comm comm) noexcept
+CommState *comm_enter(MPI_Comm comm, bool may_block) noexcept
 {
 	if (!shim_on() || comm == MPI_COMM_NULL)
 		return nullptr;
@@ -519,7 +520,12 @@ CommState *comm_enter(MPI_Comm comm) noexcept
 	CommState *cs = lookup_or_create(comm);
 	if (cs && cs->hinted) {
 		cs->seq++;
-		if (exchange_due(*cs)) {
+		if (!cs->exchange_pending && exchange_due(*cs)) {
+			cs->exchange_pending = true;
+			cs->due_seq = cs->seq;
+		}
+		if (cs->exchange_pending && may_block) {
+			cs->exchange_pending = false;
 			const uint64_t t1 = g_config.stats ? now_ns() : 0;
 			exchange(*cs);
 			if (g_config.stats) {

@@ -30,6 +30,12 @@ struct CommState {
 	// concurrently (MPI's rule), so these need no lock: only the thread running a
 	// collective on this communicator touches them.
 	uint64_t seq = 0;	// wrapped collectives on this communicator so far
+	uint64_t exchanges = 0;	// exchanges run (the first one is no rescan)
+	// An exchange came due at a call that must not block (a nonblocking collective, a
+	// persistent init): it runs at the next blocking wrapped collective, the same one on
+	// every rank, since all issue their collectives in the same order.
+	bool exchange_pending = false;
+	uint64_t due_seq = 0;	// the collective at which the pending exchange came due
 	int rescans = 0;
 	bool any_unmapped = true;
 	bool exchange_broken = false;
@@ -56,7 +62,10 @@ void shim_stop() noexcept;	// before PMPI_Finalize
 // The state for a collective that is about to be issued on comm, counting it, and running
 // the endpoint exchange when it is due (see README.md, "rescan rule"). nullptr: no hint
 // for this communicator (shim off, intercommunicator, single process, MPI_COMM_NULL).
-CommState *comm_enter(MPI_Comm comm) noexcept;
+// `may_block` false (nonblocking collectives, persistent inits): an exchange that is due
+// waits for the next blocking one, since the exchange's own collectives wait for every rank,
+// and a nonblocking call must not (a rank may need the others' progress to reach its Wait).
+CommState *comm_enter(MPI_Comm comm, bool may_block = true) noexcept;
 // The state kept alive for a persistent request (which may outlive the communicator).
 std::shared_ptr<CommState> comm_shared(MPI_Comm comm) noexcept;
 

@@ -17,7 +17,7 @@ template <class Bytes, class Call>
 int run_nonblocking(MPI_Comm comm, uint32_t kind, uint32_t flags, Bytes bytes, Call call,
 		    MPI_Request *request)
 {
-	CommState *cs = shim_on() ? comm_enter(comm) : nullptr;
+	CommState *cs = shim_on() ? comm_enter(comm, false) : nullptr;
 	if (!cs)
 		return call();
 	const Phase phase = phase_begin(*cs, kind, flags | GAPCTL_F_NONBLOCKING, bytes(*cs));
@@ -35,7 +35,7 @@ template <class Bytes, class Call>
 int run_persistent_init(MPI_Comm comm, uint32_t kind, uint32_t flags, Bytes bytes, Call call,
 			MPI_Request *request)
 {
-	CommState *cs = shim_on() ? comm_enter(comm) : nullptr;
+	CommState *cs = shim_on() ? comm_enter(comm, false) : nullptr;
 	const int rc = call();
 	if (cs && rc == MPI_SUCCESS && request && *request != MPI_REQUEST_NULL)
 		track_persistent(*request, comm_shared(comm), kind, flags | GAPCTL_F_PERSISTENT,

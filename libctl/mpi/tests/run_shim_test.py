@@ -346,13 +346,16 @@ def check_exchanges(logs, nprocs, transport, errors):
     seqs = {}
     for log in logs.values():
         full = [x for x in log.exchanges if int(x["comm_size"]) == nprocs]
-        seqs[log.rank] = [(x["seq"], x["rescan"]) for x in full]
+        seqs[log.rank] = [(x["seq"], x["due"], x["rescan"]) for x in full]
         for x in log.exchanges:
-            seq = int(x["seq"])
-            # The rescan rule: at the first collective, then right after collective
-            # 1, 2, 4, 8, ... (so at sequence numbers 2, 3, 5, 9, ...).
-            if seq != 1 and (seq - 1) & (seq - 2) != 0:
-                errors.append(f"rank {log.rank}: exchange at collective {seq} breaks the rule")
+            seq, due = int(x["seq"]), int(x["due"])
+            # The rescan rule: due at the first collective, then right after collective
+            # 1, 2, 4, 8, ... (so at sequence numbers 2, 3, 5, 9, ...); run there, or at the
+            # next blocking collective if it came due at a nonblocking one.
+            if due != 1 and (due - 1) & (due - 2) != 0:
+                errors.append(f"rank {log.rank}: exchange due at collective {due} breaks the rule")
+            if seq < due:
+                errors.append(f"rank {log.rank}: exchange at collective {seq} before it was due ({due})")
             if transport == "shm" and int(x["mapped_ranks"]) != 0:
                 errors.append(f"rank {log.rank}: mapped TCP peers without TCP: {x}")
     reference = seqs.get(0)
@@ -366,7 +369,7 @@ def check_exchanges(logs, nprocs, transport, errors):
     if transport == "shm":
         # Nothing to map on one host without TCP: the initial exchange and the one
         # unconditional rescan, then no more.
-        if [q for q, _ in reference[:2]] != ["1", "2"] or \
+        if [d for _, d, _ in reference[:2]] != ["1", "2"] or \
                 any(x["any_unmapped"] != "0" for log in logs.values() for x in log.exchanges):
             errors.append(f"shm: unexpected exchange schedule {reference}")
     if transport != "tcp":

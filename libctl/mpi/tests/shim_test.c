@@ -546,6 +546,37 @@ static void comm_variants(void)
 		MPI_Comm_free(&dup);
 	}
 
+	/* A nonblocking collective must not wait for the other ranks, not even as the first
+	 * collective on its communicator, where the shim's endpoint exchange comes due (its
+	 * collectives wait for every rank): rank 1 reaches its Ibarrier only once rank 0, past
+	 * its own, has received what rank 1 sends synchronously. The exchange runs at the next
+	 * blocking collective instead. */
+	if (world_size >= 2) {
+		MPI_Comm fresh;
+		MPI_Comm_dup(MPI_COMM_WORLD, &fresh);
+		MPI_Request r;
+		int token = 7, got = -1;
+		expect("nbx-ibarrier", "barrier", F_NONBLOCKING, 0, world_size);
+		if (world_rank == 0) {
+			MPI_Ibarrier(fresh, &r);
+			MPI_Recv(&got, 1, MPI_INT, 1, 9, fresh, MPI_STATUS_IGNORE);
+		} else {
+			if (world_rank == 1)
+				MPI_Ssend(&token, 1, MPI_INT, 0, 9, fresh);
+			MPI_Ibarrier(fresh, &r);
+		}
+		before_complete("nbx-ibarrier");
+		MPI_Wait(&r, MPI_STATUS_IGNORE);
+		after_complete("nbx-ibarrier");
+		if (world_rank == 0)
+			check(got == 7, "the synchronous send behind a nonblocking barrier");
+		int z = 1, sum = 0;
+		expect("nbx-ar", "allreduce", 0, sizeof(int), world_size);
+		MPI_Allreduce(&z, &sum, 1, MPI_INT, MPI_SUM, fresh);
+		check(sum == world_size, "allreduce after the nonblocking barrier");
+		MPI_Comm_free(&fresh);
+	}
+
 	/* Point-to-point requests are no phases, and their waits must not end any. */
 	expect_none("p2p");
 	int peer = (world_rank + 1) % world_size, from = (world_rank + world_size - 1) % world_size;

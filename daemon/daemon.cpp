@@ -579,7 +579,8 @@ void Daemon::begin_phase(hint::Hint h, bool from_kernel, Clock::time_point recei
 	r.calibrated_us = plan.calibrated_us;
 	r.rate_bps = plan.rate_bps;
 	r.rto_min_us = plan.rto_min_us;
-	ApplyRequest request{static_cast<pid_t>(r.sender.pid), planned, targets, &plan, &config_, r.header.bytes_per_peer};
+	ApplyRequest request{static_cast<pid_t>(r.sender.pid), planned, targets, &plan, &config_, r.header.bytes_per_peer,
+			     one_at_a_time(r.header.algorithm)};
 	const auto planned_at = Clock::now();
 	backend_->apply(request, phase.applied, r.errors);
 	if (config_.linger_idle_ms && (phase.applied.paced || phase.applied.rto))

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -58,6 +59,10 @@ struct SharedRto {
 	RtoTarget target;
 	int holders = 0;
 	uint32_t rto_min_us = 0;
+	// When the kernel ends the override by itself (its TTL): a phase that finds it held
+	// renews it once less than half the TTL is left, or an MPI loop whose phases overlap
+	// (linger, held advice) would lose its floor after the first TTL.
+	std::chrono::steady_clock::time_point expires{};
 };
 
 class ModuleBackend final : public Backend {
@@ -81,8 +86,19 @@ public:
 		std::map<size_t, size_t> connections; // peer -> sockets
 		for (const TargetSocket &t : r.sockets)
 			++connections[t.peer];
-		std::vector<std::pair<std::string, uint64_t>> taken; // rule key, hold id
-		std::set<uint32_t> devices;
+		// One hold per rule in this phase, for all its peers on that host: the shim names
+		// peers one per connection (tuples), so several ranks on one host are several peers
+		// of one rule. The rule paces the connections to that host that send at once: all
+		// of them, or one at a time (pairwise, ring), at the per-connection rate.
+		struct Wanted {
+			uint32_t ifindex = 0;
+			Prefix dst;
+			uint64_t per_connection_bps = 0;
+			bool in_group = false;
+			std::set<uint64_t> sockets; // inodes
+		};
+		std::map<std::string, Wanted> wanted;
+		std::map<size_t, std::string> key_of; // peer -> its rule
 		for (size_t i = 0; i < r.peers.size(); ++i) {
 			const uint64_t rate = r.plan->rate_bps[i];
 			// A rule paces every packet to that host: only install it for a host the sender
@@ -90,7 +106,6 @@ public:
 			// to a host its sender has no connection with.
 			if (!rate || !connections[i])
 				continue;
-			const size_t n = connections[i];
 			auto oif = devices_towards_.device_towards(r.peers[i].remote);
 			if (!oif) {
 				errors.push_back("pace " + format_endpoint(r.peers[i].remote) + ": " + oif.error().message);
@@ -99,14 +114,28 @@ public:
 			Prefix dst = make_prefix(r.peers[i].remote.family, r.peers[i].remote.address.data(),
 						 r.peers[i].remote.family == AF_INET6 ? 128 : 32);
 			const std::string key = "rule " + std::to_string(*oif) + " " + format_prefix(dst);
-			SharedRule &rule = rules_[key];
-			rule.ifindex = *oif;
-			rule.dst = dst;
 			const uint64_t part = i < r.plan->bucket_bps.size() ? r.plan->bucket_bps[i] : 0;
+			Wanted &w = wanted[key];
+			w.ifindex = *oif;
+			w.dst = dst;
+			w.per_connection_bps = std::max(w.per_connection_bps, groups && part ? part : rate);
+			w.in_group = w.in_group || (groups && part);
+			key_of[i] = key;
+		}
+		for (const TargetSocket &t : r.sockets)
+			if (auto it = key_of.find(t.peer); it != key_of.end())
+				wanted[it->second].sockets.insert(t.socket.inode);
+		std::vector<std::pair<std::string, uint64_t>> taken; // rule key, hold id
+		std::set<uint32_t> devices;
+		for (const auto &[key, w] : wanted) {
+			SharedRule &rule = rules_[key];
+			rule.ifindex = w.ifindex;
+			rule.dst = w.dst;
 			const uint64_t hold = ++last_hold_;
-			rule.holds[hold] = groups && part ? RuleHold{r.pid, part * n, true} : RuleHold{r.pid, rate * n, false};
+			const uint64_t at_once = r.one_peer_at_a_time ? 1 : std::max<size_t>(1, w.sockets.size());
+			rule.holds[hold] = RuleHold{r.pid, w.per_connection_bps * at_once, w.in_group};
 			taken.emplace_back(key, hold);
-			devices.insert(*oif);
+			devices.insert(w.ifindex);
 		}
 		// A rule the kernel refused loses the holds just taken (and goes if they were all it
 		// had); the device is then set once more without them.
@@ -134,8 +163,11 @@ public:
 				RtoTarget target{t.socket.local, t.socket.remote};
 				const std::string key = "rto " + format_endpoint(t.socket.local) + " " + format_endpoint(t.socket.remote);
 				SharedRto &rto = rtos_[key];
-				if (rto.holders && rto.rto_min_us == r.plan->rto_min_us) { // held already
-					++rto.holders;
+				// Even a hung daemon cannot leave an override behind for long.
+				const auto ttl = std::chrono::milliseconds(r.config->phase_timeout_ms + 1000);
+				const auto now = std::chrono::steady_clock::now();
+				if (rto.holders && rto.rto_min_us == r.plan->rto_min_us && rto.expires - now > ttl / 2) {
+					++rto.holders; // held already, for long enough
 					applied.keys.push_back(key);
 					++applied.rto;
 					continue;
@@ -143,8 +175,7 @@ public:
 				RtoSettings settings;
 				settings.rto_min_us = r.plan->rto_min_us;
 				settings.delack_max_us = r.config->delack_max_us;
-				// Even a hung daemon cannot leave an override behind for long.
-				settings.ttl_ms = r.config->phase_timeout_ms + 1000;
+				settings.ttl_ms = static_cast<uint32_t>(ttl.count());
 				RequestBuffer req;
 				encode_rto_set(req, family_, target, settings);
 				if (auto done = socket_.transact(req); !done) {
@@ -155,6 +186,7 @@ public:
 				}
 				rto.target = target;
 				rto.rto_min_us = settings.rto_min_us;
+				rto.expires = now + ttl;
 				++rto.holders;
 				applied.keys.push_back(key);
 				++applied.rto;

@@ -19,6 +19,12 @@
 #include "units.hpp"
 
 namespace gp::daemon {
+
+bool one_at_a_time(uint32_t algorithm)
+{
+	return algorithm == GAPPACE_HINT_ALGORITHM_PAIRWISE || algorithm == GAPPACE_HINT_ALGORITHM_RING;
+}
+
 namespace {
 
 bool behind(const Bottleneck &b, const Endpoint &address)
@@ -76,11 +82,6 @@ bool paced_kind(uint32_t kind)
 	default:
 		return false;
 	}
-}
-
-bool one_at_a_time(uint32_t algorithm)
-{
-	return algorithm == GAPPACE_HINT_ALGORITHM_PAIRWISE || algorithm == GAPPACE_HINT_ALGORITHM_RING;
 }
 
 // The phase's connections through one bottleneck: the peers behind it, seen from a host that

@@ -182,5 +182,7 @@ Expected<std::unique_ptr<Planner>> make_planner(const Config &config);
 
 // Whether `address` is inside `prefix` (same family, first `length` bits equal).
 bool prefix_contains(const Prefix &prefix, const Endpoint &address);
+// The hint's algorithm sends to one peer at a time (pairwise exchange, ring).
+bool one_at_a_time(uint32_t algorithm);
 
 } // namespace gp::daemon

@@ -15,6 +15,7 @@ log=$(gp_result control.txt)
 
 gapctl qdisc attach dev eth0 linkrate 100mbit >>"$log" 2>&1 || gp_die "qdisc attach failed"
 sleep 600 | gp_peer nc -l -p 6000 >/dev/null 2>&1 &
+sleep 600 | gp_peer nc -l -p 6001 >/dev/null 2>&1 &
 sleep 0.5
 
 mkdir -p /run/gappace
@@ -153,6 +154,30 @@ sed -i '/^pacer = "host"$/d; s/^queue_packets = 1$/queue_packets = 4/' /run/gapp
 kill -HUP "$daemon"
 sleep 0.5
 echo "host pacer: the rule in the device's group" >>"$log"
+
+# --- two connections to one host, each a peer of its own (the shim names peers by their
+# connections' tuples: two ranks on one host). One rule paces both, at what they send at
+# once: all at once (linear), 2 x 5mbit (C/k with k = 2 connections sending together); one
+# at a time (pairwise), one connection's 10mbit. Either way the bottleneck's 10mbit.
+conn2=$(say connect 10.0.0.2 6001)
+echo "second connection: $conn2" >>"$log"
+two_connections() { # ALGORITHM-WORDS...
+    local phase i
+    phase=$(say begin alltoall 1048576 "$@" fd | awk '/^phase/{print $2}')
+    sleep 0.5
+    rules >>"$log"
+    rules | grep -q '"dst":"10.0.0.2/32","rate":10000000' ||
+        gp_fail "two connections to one host ($*): the rule is not at 10mbit: $(rules)"
+    say end "$phase" >/dev/null
+    i=0
+    while rules | grep -q '10.0.0.2'; do
+        i=$((i + 1)); [ $i -lt 60 ] || { gp_fail "the two connections' rule left after the phase"; break; }
+        sleep 0.1
+    done
+}
+two_connections linear
+two_connections
+echo "two connections to one host: one rule, at what they send at once" >>"$log"
 
 # --- another uid names our connection: nothing may change
 mkfifo /tmp/o.in /tmp/o.out

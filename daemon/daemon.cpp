@@ -935,6 +935,9 @@ void Daemon::flush_backend(const char *when)
 		log(LOG_WARNING, std::string(when) + ": " + e);
 		recent_errors_.push_back(e);
 	}
+	// Ticks come without hints too (a state file that cannot be written fails on each).
+	while (recent_errors_.size() > kRecentErrors)
+		recent_errors_.pop_front();
 }
 
 void Daemon::on_accept_control()

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
+#include <map>
 #include <set>
 #include <span>
 
@@ -22,11 +24,15 @@ constexpr auto kRemovedRecordsKept = std::chrono::seconds(1);
 // back between collectives, not between the phases of one.
 constexpr auto kIdleShaperKept = std::chrono::seconds(2);
 
+// A socket's own cap, held by the phases that set it: hold id -> the rate it asked for. The
+// socket has the newest hold's rate: its process runs its phases one after another, and a
+// phase that ended lingers on (linger, held advice) while the next one runs, which must get
+// its own rate, not the lower of the two (the module backend's rules count the same way).
 struct SharedPacing {
 	pid_t pid = 0;
 	uint64_t inode = 0;
-	int holders = 0;
-	uint64_t rate_bps = 0;
+	std::map<uint64_t, uint64_t> holds;
+	uint64_t rate_bps = 0; // what the socket has
 };
 
 // A socket steered into its device's shaper; `bytes_per_second` is what it adds to the bucket.
@@ -121,11 +127,27 @@ public:
 					errors.push_back(key + ": " + done.error().message);
 				floors_held_.erase(it);
 			} else if (key.starts_with("pacing ")) {
-				auto it = pacing_held_.find(key);
-				if (it == pacing_held_.end() || --it->second.holders > 0)
+				const size_t separator = key.rfind('#');
+				auto it = pacing_held_.find(key.substr(0, separator));
+				if (it == pacing_held_.end() || separator == std::string::npos)
 					continue;
-				if (auto done = pacing_.revert_rate(it->second.pid, it->second.inode); !done && done.error().err != ENOENT)
-					errors.push_back(key + ": " + done.error().message);
+				SharedPacing &p = it->second;
+				p.holds.erase(std::strtoull(key.c_str() + separator + 1, nullptr, 10));
+				if (!p.holds.empty()) {
+					// the newest remaining phase's rate, if the one that went was newer
+					const uint64_t newest = p.holds.rbegin()->second;
+					if (newest != p.rate_bps) {
+						if (auto done = pacing_.apply(p.pid, p.inode, newest); !done) {
+							if (done.error().err != ENOENT && done.error().err != ESRCH)
+								errors.push_back(it->first + ": " + done.error().message);
+						} else {
+							p.rate_bps = newest;
+						}
+					}
+					continue;
+				}
+				if (auto done = pacing_.revert_rate(p.pid, p.inode); !done && done.error().err != ENOENT)
+					errors.push_back(it->first + ": " + done.error().message);
 				pacing_held_.erase(it);
 			} else {
 				auto it = routes_held_.find(key);
@@ -181,8 +203,13 @@ public:
 				++it;
 				continue;
 			}
-			if (auto done = shaper_.remove(it->first); !done && done.error().err != ENOENT)
+			if (auto done = shaper_.remove(it->first); !done && done.error().err != ENOENT) {
+				// kept: the next flush tries again (revert_all removes every shaper anyway)
 				errors.push_back("shaper: " + done.error().message);
+				it->second.idle_since = now;
+				++it;
+				continue;
+			}
 			it = devices_.erase(it);
 		}
 	}
@@ -191,7 +218,7 @@ public:
 	{
 		std::map<std::string, std::string> out;
 		for (const auto &[key, p] : pacing_held_)
-			out[key] = format_rate(p.rate_bps) + ", " + std::to_string(p.holders) + " phase(s)";
+			out[key] = format_rate(p.rate_bps) + ", " + std::to_string(p.holds.size()) + " phase(s)";
 		for (const auto &[key, st] : steered_)
 			out[key] = "shaper of device " + std::to_string(st.ifindex) + ", " + format_rate(st.bytes_per_second * 8) +
 				   " of its bucket, " + std::to_string(st.holders) + " phase(s)";
@@ -319,7 +346,8 @@ private:
 		}
 	}
 
-	// One socket's own cap (SO_MAX_PACING_RATE), shared by the phases that hold it.
+	// One socket's own cap (SO_MAX_PACING_RATE), shared by the phases that hold it: the
+	// newest one's rate (SharedPacing).
 	void pace(const ApplyRequest &r, const TargetSocket &t, uint64_t rate, Applied &applied,
 		  std::vector<std::string> &errors)
 	{
@@ -327,26 +355,21 @@ private:
 			return;
 		const std::string key = "pacing " + std::to_string(r.pid) + " " + std::to_string(t.socket.inode);
 		SharedPacing &p = pacing_held_[key];
-		// Overlapping phases on one socket: the slowest cap wins while both run.
-		const uint64_t next = p.holders ? std::min(p.rate_bps, rate) : rate;
-		if (p.holders && next == p.rate_bps) { // held already at this rate: no syscalls
-			++p.holders;
-			applied.keys.push_back(key);
-			++applied.paced;
-			return;
-		}
-		if (auto done = pacing_.apply(r.pid, t.socket.inode, next, t.fd_in_process); !done) {
-			errors.push_back("pace " + format_endpoint(t.socket.local) + "->" + format_endpoint(t.socket.remote) +
-					 ": " + done.error().message);
-			if (!p.holders)
-				pacing_held_.erase(key);
-			return;
-		}
+		if (p.holds.empty() || p.rate_bps != rate) {
+			if (auto done = pacing_.apply(r.pid, t.socket.inode, rate, t.fd_in_process); !done) {
+				errors.push_back("pace " + format_endpoint(t.socket.local) + "->" +
+						 format_endpoint(t.socket.remote) + ": " + done.error().message);
+				if (p.holds.empty())
+					pacing_held_.erase(key);
+				return;
+			}
+		} // else held already at this rate: no syscalls
 		p.pid = r.pid;
 		p.inode = t.socket.inode;
-		p.rate_bps = next;
-		++p.holders;
-		applied.keys.push_back(key);
+		p.rate_bps = rate;
+		const uint64_t hold = ++last_pacing_hold_;
+		p.holds[hold] = rate;
+		applied.keys.push_back(key + "#" + std::to_string(hold));
 		++applied.paced;
 	}
 
@@ -477,6 +500,7 @@ private:
 	int tso_sizing_holders_ = 0; // phases of long messages with steered sockets (hold_tso_sizing)
 	uint32_t mtu_ = 1500;
 	std::map<std::string, SharedPacing> pacing_held_;
+	uint64_t last_pacing_hold_ = 0;
 	std::map<std::string, SharedFloor> floors_held_;
 	std::map<std::string, SharedRoute> routes_held_;
 	std::map<std::string, SharedSteer> steered_;

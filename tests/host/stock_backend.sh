@@ -167,6 +167,20 @@ check "pacing restored ($orig)" test "$after" = "$orig"
 check "history has the ended phase" bash -c "$GAPCTL -j daemon show | jq -e '.history[-1].ended==\"end\"' >/dev/null"
 echo "hint->applied of that phase: $($GAPCTL -j daemon show | jq -c ".history[-1] | {apply_latency_ns, resolve_ns, backend_ns}")"
 
+# ---- overlapping phases of one socket: the newest phase's cap. A phase at a third of the
+# link (three peers) ends and lingers while the next one, at the whole link, runs: that one
+# must get its own rate (the daemon kept the lower one for it)
+phase=$(say begin alltoall 1048576 10.213.0.2 10.213.0.3 10.213.0.4 | awk '/^phase/{print $2}')
+sleep 0.3
+check "a third of 100mbit (4166666 B/s) for the three-peer phase ($(say pacing))" test "$(say pacing)" = "pacing 4166666"
+say end "$phase" >/dev/null
+phase=$(say begin alltoall 1048576 10.213.0.2 | awk '/^phase/{print $2}')
+sleep 0.3
+check "the next phase, while the last one lingered, at its own 100mbit ($(say pacing))" test "$(say pacing)" = "pacing 12500000"
+say end "$phase" >/dev/null
+sleep 0.3
+check "both gone: the cap restored ($(say pacing))" test "$(say pacing)" = "$orig"
+
 # ---- gapctl hint: a manual hint reaches the daemon (gapctl holds no sockets: nothing applied)
 check "gapctl hint delivers begin+end" inA "$GAPCTL" hint alltoall --peers 10.213.0.2 --size 64k --hold 10ms
 check "gapctl hint recorded" bash -c "$GAPCTL -j daemon show | jq -e '.history[-1] | .kind==\"alltoall\" and .bytes_per_peer==65536 and .sockets==0' >/dev/null"

@@ -15,11 +15,30 @@ using namespace gp::mpishim;
 
 namespace {
 
+// A symbol of Open MPI's Fortran library where the global scope has none: a program that
+// dlopen()ed Fortran code with RTLD_LOCAL (a Python extension, a plugin) has it loaded, but
+// neither RTLD_NEXT nor RTLD_DEFAULT searches a local scope. Its own handle does.
+void *mpifh_symbol(const char *name)
+{
+	for (const char *library : {"libmpi_mpifh.so.40", "libmpi_mpifh.so"}) {
+		void *handle = dlopen(library, RTLD_LAZY | RTLD_NOLOAD);
+		if (!handle)
+			continue;
+		void *symbol = dlsym(handle, name);
+		dlclose(handle); // NOLOAD took a reference of its own
+		if (symbol)
+			return symbol;
+	}
+	return nullptr;
+}
+
 template <class Fn> Fn next_symbol(std::atomic<void *> &cache, const char *name)
 {
 	void *fn = cache.load(std::memory_order_acquire);
 	if (!fn) {
 		fn = dlsym(RTLD_NEXT, name);
+		if (!fn)
+			fn = mpifh_symbol(name);
 		cache.store(fn, std::memory_order_release);
 	}
 	return reinterpret_cast<Fn>(fn);
@@ -46,13 +65,19 @@ int value_of(const MPI_Fint *v) { return v ? *v : 0; }
 
 // Fortran's MPI_IN_PLACE is the address of a common block; Open MPI accepts any of the
 // symbol spellings compilers use for it.
+void *global_or_mpifh(const char *name)
+{
+	void *symbol = dlsym(RTLD_DEFAULT, name);
+	return symbol ? symbol : mpifh_symbol(name);
+}
+
 bool fortran_in_place(const void *buf)
 {
 	static void *const candidates[] = {
-		dlsym(RTLD_DEFAULT, "mpi_fortran_in_place_"),
-		dlsym(RTLD_DEFAULT, "mpi_fortran_in_place"),
-		dlsym(RTLD_DEFAULT, "mpi_fortran_in_place__"),
-		dlsym(RTLD_DEFAULT, "MPI_FORTRAN_IN_PLACE"),
+		global_or_mpifh("mpi_fortran_in_place_"),
+		global_or_mpifh("mpi_fortran_in_place"),
+		global_or_mpifh("mpi_fortran_in_place__"),
+		global_or_mpifh("MPI_FORTRAN_IN_PLACE"),
 	};
 	for (void *c : candidates)
 		if (c && c == buf)

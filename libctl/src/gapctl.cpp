@@ -781,7 +781,19 @@ int gapctl_open(gapctl_t **handle, uint32_t flags)
 			h->burst_timer.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
 			if (!h->burst_timer)
 				return -errno;
-			h->thread = std::thread([raw = h.get()] { raw->sender_loop(); });
+			// The thread starts with every signal blocked (it blocks them itself too): the
+			// application's process-directed signals must never land on it, not even before
+			// its first instruction.
+			sigset_t all, before;
+			sigfillset(&all);
+			pthread_sigmask(SIG_BLOCK, &all, &before);
+			try {
+				h->thread = std::thread([raw = h.get()] { raw->sender_loop(); });
+			} catch (...) {
+				pthread_sigmask(SIG_SETMASK, &before, nullptr);
+				throw;
+			}
+			pthread_sigmask(SIG_SETMASK, &before, nullptr);
 		} else {
 			h->ensure_carrier(true);
 		}

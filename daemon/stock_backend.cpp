@@ -1,8 +1,9 @@
 // The stock backend: SO_MAX_PACING_RATE on the sender's sockets, and the RTO floor as their
 // own TCP_RTO_MIN_US (Linux 6.15+) or as per-peer host routes with a locked rto_min (and
 // quickack with [rto] quickack; "auto" also for sockets it may not borrow), through gp::stock
-// (daemon/stock), which records every change in the state file before making it. With [pacing] pacer = "host", the connections that share
-// a bottleneck are steered into one token bucket per device instead (daemon/stock/shaper.cpp).
+// (daemon/stock), which records every change in the state file before making it. With
+// [pacing] pacer = "host", the connections that share a bottleneck are steered into one token
+// bucket per device instead (daemon/stock/shaper.cpp).
 #include <algorithm>
 #include <cerrno>
 #include <chrono>

@@ -51,8 +51,8 @@ struct ApplyRequest {
 	const Plan *plan = nullptr;
 	const Config *config = nullptr;
 	uint64_t bytes_per_peer = 0; // the phase's message length
-	// The sender's connections take turns (pairwise, ring): a rule for a host that several
-	// of them go to paces one connection's rate at a time, not the sum of theirs.
+	// The sender's peers take turns (pairwise, ring): a rule for a host that several of them
+	// are on paces one peer's connections at a time, not all of theirs.
 	bool one_peer_at_a_time = false;
 };
 

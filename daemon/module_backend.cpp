@@ -89,13 +89,24 @@ public:
 		// One hold per rule in this phase, for all its peers on that host: the shim names
 		// peers one per connection (tuples), so several ranks on one host are several peers
 		// of one rule. The rule paces the connections to that host that send at once: all
-		// of them, or one at a time (pairwise, ring), at the per-connection rate.
+		// of them, or one peer's at a time (pairwise, ring), at the per-connection rate.
 		struct Wanted {
 			uint32_t ifindex = 0;
 			Prefix dst;
 			uint64_t per_connection_bps = 0;
 			bool in_group = false;
-			std::set<uint64_t> sockets; // inodes
+			std::set<uint64_t> sockets;		  // inodes
+			std::map<size_t, size_t> sockets_of_peer; // peer -> its connections
+			size_t at_once(bool one_peer_at_a_time) const
+			{
+				size_t n = sockets.size();
+				if (one_peer_at_a_time) {
+					n = 0;
+					for (const auto &[peer, count] : sockets_of_peer)
+						n = std::max(n, count);
+				}
+				return std::max<size_t>(1, n);
+			}
 		};
 		std::map<std::string, Wanted> wanted;
 		std::map<size_t, std::string> key_of; // peer -> its rule
@@ -123,8 +134,11 @@ public:
 			key_of[i] = key;
 		}
 		for (const TargetSocket &t : r.sockets)
-			if (auto it = key_of.find(t.peer); it != key_of.end())
-				wanted[it->second].sockets.insert(t.socket.inode);
+			if (auto it = key_of.find(t.peer); it != key_of.end()) {
+				Wanted &w = wanted[it->second];
+				w.sockets.insert(t.socket.inode);
+				++w.sockets_of_peer[t.peer];
+			}
 		std::vector<std::pair<std::string, uint64_t>> taken; // rule key, hold id
 		std::set<uint32_t> devices;
 		for (const auto &[key, w] : wanted) {
@@ -132,8 +146,7 @@ public:
 			rule.ifindex = w.ifindex;
 			rule.dst = w.dst;
 			const uint64_t hold = ++last_hold_;
-			const uint64_t at_once = r.one_peer_at_a_time ? 1 : std::max<size_t>(1, w.sockets.size());
-			rule.holds[hold] = RuleHold{r.pid, w.per_connection_bps * at_once, w.in_group};
+			rule.holds[hold] = RuleHold{r.pid, w.per_connection_bps * w.at_once(r.one_peer_at_a_time), w.in_group};
 			taken.emplace_back(key, hold);
 			devices.insert(w.ifindex);
 		}

@@ -973,6 +973,11 @@ static struct genl_family gp_genl_family __ro_after_init = {
 	.maxattr	= GAPPACE_A_MAX,
 	.policy		= gp_policy,
 	.netnsok	= true,
+	/* Every handler takes the lock its state needs (RTNL for rules and stats,
+	 * rto.c's mutex and the sockets' own locks for overrides); the global
+	 * genl_mutex would only make an RTO request that waits for a busy socket's
+	 * lock stall every other family without parallel ops. */
+	.parallel_ops	= true,
 	.module		= THIS_MODULE,
 	.ops		= gp_genl_ops,
 	.n_ops		= ARRAY_SIZE(gp_genl_ops),

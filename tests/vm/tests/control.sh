@@ -34,6 +34,15 @@ case $conn in connected*) ;; *) gp_die "client could not connect: $conn" ;; esac
 local_end=$(echo "$conn" | awk '{print $2}')
 
 rules() { gapctl -j pace show dev eth0; }
+# rule_gone WHAT LOOKS PAUSE: waits until no rule for the peer is left, at most LOOKS looks
+# PAUSE seconds apart, else fails with WHAT
+rule_gone() {
+    local i=0
+    while rules | grep -q '10.0.0.2'; do
+        i=$((i + 1)); [ $i -lt "$2" ] || { gp_fail "$1"; return; }
+        sleep "$3"
+    done
+}
 rtos() { gapctl -j rto show; }
 show() { gapctl -j daemon show; }
 
@@ -74,11 +83,7 @@ rules >>"$log"
 show | grep -q '"phases_lingering":1' || gp_fail "the first phase is not lingering"
 rules | grep -q '"rate":10000000' || gp_fail "a lingering phase and the next one of the same rank add up: $(rules)"
 say end "$second" >/dev/null
-i=0
-while rules | grep -q '10.0.0.2'; do
-    i=$((i + 1)); [ $i -lt 60 ] || { gp_fail "flow rule left after both phases' linger"; break; }
-    sleep 0.1
-done
+rule_gone "flow rule left after both phases' linger" 60 0.1
 sed -i '/^linger = "3s"$/d' /run/gappace/gappaced.toml
 kill -HUP "$daemon"
 sleep 0.5
@@ -100,11 +105,7 @@ rtos | grep -q "\"local\":\"$local_end\"" || gp_fail "linger_idle: the idle sock
 show | grep -q '"phases_lingering":1' || gp_fail "linger_idle: no phase lingering"
 sent=$(say send 20000)
 case $sent in sent*) ;; *) gp_fail "linger_idle: the client could not write: $sent" ;; esac
-i=0
-while rules | grep -q '10.0.0.2'; do
-    i=$((i + 1)); [ $i -lt 10 ] || { gp_fail "linger_idle: a write did not release the rule within 0.5 s"; break; }
-    sleep 0.05
-done
+rule_gone "linger_idle: a write did not release the rule within 0.5 s" 10 0.05
 rtos | grep -q "$local_end" && gp_fail "linger_idle: a write did not release the RTO override"
 grep -q 'linger_idle:' /results/gappaced.log && gp_fail "linger_idle: the daemon could not read the socket table: $(grep linger_idle: /results/gappaced.log)"
 sed -i 's/^linger_idle = "2s"$/linger_idle = "0s"/' /run/gappace/gappaced.toml
@@ -162,18 +163,14 @@ echo "host pacer: the rule in the device's group" >>"$log"
 conn2=$(say connect 10.0.0.2 6001)
 echo "second connection: $conn2" >>"$log"
 two_connections() { # ALGORITHM-WORDS...
-    local phase i
+    local phase
     phase=$(say begin alltoall 1048576 "$@" fd | awk '/^phase/{print $2}')
     sleep 0.5
     rules >>"$log"
     rules | grep -q '"dst":"10.0.0.2/32","rate":10000000' ||
         gp_fail "two connections to one host ($*): the rule is not at 10mbit: $(rules)"
     say end "$phase" >/dev/null
-    i=0
-    while rules | grep -q '10.0.0.2'; do
-        i=$((i + 1)); [ $i -lt 60 ] || { gp_fail "the two connections' rule left after the phase"; break; }
-        sleep 0.1
-    done
+    rule_gone "the two connections' rule left after the phase" 60 0.1
 }
 two_connections linear
 two_connections

@@ -5,8 +5,10 @@
 #include <array>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
+#include <new>
+#include <stdexcept>
 #include <unordered_map>
-#include <unordered_set>
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -46,38 +48,69 @@ uint64_t fnv1a(uint64_t hash, const void *data, size_t len)
 	return hash;
 }
 
-// A connection seen from either end: the two (address, port) ends in a canonical order.
-using ConnKey = std::array<uint8_t, 36>;
-
-ConnKey connection_key(const WireEndpoint &ep)
+bool is_loopback(const uint8_t addr[16])
 {
-	std::array<uint8_t, 18> a{}, b{};
-	std::memcpy(a.data(), ep.local_addr, 16);
-	a[16] = ep.local_port >> 8;
-	a[17] = ep.local_port & 0xff;
-	std::memcpy(b.data(), ep.remote_addr, 16);
-	b[16] = ep.remote_port >> 8;
-	b[17] = ep.remote_port & 0xff;
-	if (b < a)
-		std::swap(a, b);
-	ConnKey key;
-	std::memcpy(key.data(), a.data(), 18);
-	std::memcpy(key.data() + 18, b.data(), 18);
+	static constexpr uint8_t kMappedPrefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	static constexpr uint8_t kIpv6Loopback[16] = {0, 0, 0, 0, 0, 0, 0, 0,
+						      0, 0, 0, 0, 0, 0, 0, 1};
+	if (std::memcmp(addr, kMappedPrefix, 12) == 0)
+		return addr[12] == 127;
+	return std::memcmp(addr, kIpv6Loopback, 16) == 0;
+}
+
+// An address with a port, the key of a listening end.
+using AddrPort = std::array<uint8_t, 18>;
+// A connection as one end sees it: its local end, then its remote end.
+using DirectedConn = std::array<uint8_t, 36>;
+
+AddrPort addr_port(const uint8_t addr[16], uint16_t port)
+{
+	AddrPort key;
+	std::memcpy(key.data(), addr, 16);
+	key[16] = static_cast<uint8_t>(port >> 8);
+	key[17] = static_cast<uint8_t>(port & 0xff);
 	return key;
 }
 
-struct ConnKeyHash {
-	size_t operator()(const ConnKey &k) const noexcept
+DirectedConn directed(const uint8_t local[16], uint16_t local_port, const uint8_t remote[16],
+		      uint16_t remote_port)
+{
+	const AddrPort l = addr_port(local, local_port), r = addr_port(remote, remote_port);
+	DirectedConn key;
+	std::memcpy(key.data(), l.data(), 18);
+	std::memcpy(key.data() + 18, r.data(), 18);
+	return key;
+}
+
+struct BytesHash {
+	template <size_t N>
+	size_t operator()(const std::array<uint8_t, N> &k) const noexcept
 	{
 		return fnv1a(0xcbf29ce484222325ULL, k.data(), k.size());
 	}
 };
 
-// The ranks that published a connection: both ends when it is matched.
-struct ConnEnds {
-	int first = -1;
-	int second = -1;
-};
+// A record's i-th address, IPv4-mapped; false for an unused or unknown entry.
+bool record_addr(const RankRecord &rec, uint32_t i, uint8_t out[16])
+{
+	if (rec.addr_family[i] == 4)
+		to_mapped(AF_INET, rec.addrs[i], out);
+	else if (rec.addr_family[i] == 6)
+		to_mapped(AF_INET6, rec.addrs[i], out);
+	else
+		return false;
+	return true;
+}
+
+bool record_has_addr(const RankRecord &rec, const uint8_t addr[16])
+{
+	const uint32_t n = std::min<uint32_t>(rec.n_addrs, kMaxPublishedAddrs);
+	uint8_t mapped[16];
+	for (uint32_t i = 0; i < n; i++)
+		if (record_addr(rec, i, mapped) && std::memcmp(mapped, addr, 16) == 0)
+			return true;
+	return false;
+}
 
 } // namespace
 
@@ -98,51 +131,73 @@ LocalSocket make_local_socket(int family, const void *local_addr, uint16_t local
 	return s;
 }
 
-std::vector<LocalSocket> scan_tcp_sockets(size_t max_sockets)
+ListenEndpoint make_listen_endpoint(int family, const void *addr, uint16_t port)
 {
-	std::vector<LocalSocket> sockets;
+	static constexpr uint8_t kZero[16] = {};
+	ListenEndpoint l{};
+	l.port = port;
+	if (std::memcmp(addr, kZero, family == AF_INET ? 4 : 16) == 0)
+		l.wildcard = 1;
+	else
+		to_mapped(family, addr, l.addr);
+	return l;
+}
+
+SocketScan scan_tcp_sockets(size_t max_sockets)
+{
+	SocketScan scan;
 	DIR *dir = opendir("/proc/self/fd");
 	if (!dir)
-		return sockets;
+		return scan;
 	const int dir_fd = dirfd(dir);
 	while (const dirent *entry = readdir(dir)) {
-		if (sockets.size() >= max_sockets)
+		if (scan.connected.size() >= max_sockets &&
+		    scan.listeners.size() >= static_cast<size_t>(kMaxPublishedListeners))
 			break;
 		char *end = nullptr;
-		const long fd = std::strtol(entry->d_name, &end, 10);
-		if (end == entry->d_name || *end != '\0' || fd == dir_fd)
+		const long fd_long = std::strtol(entry->d_name, &end, 10);
+		if (end == entry->d_name || *end != '\0' || fd_long == dir_fd)
 			continue;
+		const int fd = static_cast<int>(fd_long);
 		sockaddr_storage local{}, remote{};
 		socklen_t local_len = sizeof(local), remote_len = sizeof(remote);
 		// Most fds are not sockets; getsockname answers ENOTSOCK for them in one syscall.
-		if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr *>(&local),
-				&local_len) != 0)
+		if (getsockname(fd, reinterpret_cast<sockaddr *>(&local), &local_len) != 0)
 			continue;
 		if (local.ss_family != AF_INET && local.ss_family != AF_INET6)
 			continue;
 		int protocol = 0;
 		socklen_t protocol_len = sizeof(protocol);
-		if (getsockopt(static_cast<int>(fd), SOL_SOCKET, SO_PROTOCOL, &protocol,
-			       &protocol_len) != 0 || protocol != IPPROTO_TCP)
+		if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &protocol, &protocol_len) != 0 ||
+		    protocol != IPPROTO_TCP)
 			continue;
+		const auto &l4 = reinterpret_cast<const sockaddr_in &>(local);
+		const auto &l6 = reinterpret_cast<const sockaddr_in6 &>(local);
+		const bool v4 = local.ss_family == AF_INET;
+		const void *local_addr = v4 ? static_cast<const void *>(&l4.sin_addr) : &l6.sin6_addr;
+		const uint16_t local_port = ntohs(v4 ? l4.sin_port : l6.sin6_port);
 		// Listening and unconnected sockets have no peer (ENOTCONN).
-		if (getpeername(static_cast<int>(fd), reinterpret_cast<sockaddr *>(&remote),
-				&remote_len) != 0 || remote.ss_family != local.ss_family)
+		if (getpeername(fd, reinterpret_cast<sockaddr *>(&remote), &remote_len) != 0) {
+			int listening = 0;
+			socklen_t listening_len = sizeof(listening);
+			if (scan.listeners.size() < static_cast<size_t>(kMaxPublishedListeners) &&
+			    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &listening_len) == 0 &&
+			    listening)
+				scan.listeners.push_back(make_listen_endpoint(local.ss_family, local_addr,
+									      local_port));
 			continue;
-		if (local.ss_family == AF_INET) {
-			const auto &l = reinterpret_cast<const sockaddr_in &>(local);
-			const auto &r = reinterpret_cast<const sockaddr_in &>(remote);
-			sockets.push_back(make_local_socket(AF_INET, &l.sin_addr, ntohs(l.sin_port),
-							    &r.sin_addr, ntohs(r.sin_port)));
-		} else {
-			const auto &l = reinterpret_cast<const sockaddr_in6 &>(local);
-			const auto &r = reinterpret_cast<const sockaddr_in6 &>(remote);
-			sockets.push_back(make_local_socket(AF_INET6, &l.sin6_addr, ntohs(l.sin6_port),
-							    &r.sin6_addr, ntohs(r.sin6_port)));
 		}
+		if (remote.ss_family != local.ss_family || scan.connected.size() >= max_sockets)
+			continue;
+		const auto &r4 = reinterpret_cast<const sockaddr_in &>(remote);
+		const auto &r6 = reinterpret_cast<const sockaddr_in6 &>(remote);
+		scan.connected.push_back(make_local_socket(
+			local.ss_family, local_addr, local_port,
+			v4 ? static_cast<const void *>(&r4.sin_addr) : &r6.sin6_addr,
+			ntohs(v4 ? r4.sin_port : r6.sin6_port)));
 	}
 	closedir(dir);
-	return sockets;
+	return scan;
 }
 
 uint64_t compute_host_key()
@@ -166,11 +221,15 @@ uint64_t compute_host_key()
 	return hash;
 }
 
-RankRecord make_rank_record(uint64_t host_key, uint32_t n_endpoints)
+RankRecord make_rank_record(uint64_t host_key, std::span<const ListenEndpoint> listeners)
 {
 	RankRecord record{};
 	record.host_key = host_key;
-	record.n_endpoints = n_endpoints;
+	for (const ListenEndpoint &l : listeners) {
+		if (record.n_listeners >= static_cast<uint32_t>(kMaxPublishedListeners))
+			break;
+		record.listeners[record.n_listeners++] = l;
+	}
 	ifaddrs *list = nullptr;
 	if (getifaddrs(&list) != 0)
 		return record;
@@ -202,70 +261,252 @@ RankRecord make_rank_record(uint64_t host_key, uint32_t n_endpoints)
 	return record;
 }
 
-bool match_peers(int my_rank, std::span<const LocalSocket> mine,
-		 std::span<const RankRecord> records, std::span<const WireEndpoint> endpoints,
-		 PeerTable &table)
+EndpointExchange::EndpointExchange(int my_rank, int n_ranks, std::vector<LocalSocket> mine)
+	: my_rank_(my_rank), n_ranks_(std::max(n_ranks, 0)), mine_(std::move(mine)),
+	  peer_of_(mine_.size(), -1), send_counts_(n_ranks_, 0), send_displs_(n_ranks_, 0),
+	  recv_counts_(n_ranks_, 0), recv_displs_(n_ranks_, 0)
 {
-	table = PeerTable{};
-	const size_t n_ranks = records.size();
-	if (my_rank < 0 || static_cast<size_t>(my_rank) >= n_ranks)
-		return false;
-	std::vector<size_t> offset(n_ranks + 1, 0);
-	for (size_t r = 0; r < n_ranks; r++)
-		offset[r + 1] = offset[r] + records[r].n_endpoints;
-	if (offset[n_ranks] != endpoints.size() || records[my_rank].n_endpoints != mine.size())
-		return false;
+	if (my_rank_ < 0 || my_rank_ >= n_ranks_)
+		failed_ = true;
+}
 
-	// Every published connection, with the ranks at its two ends.
-	std::unordered_map<ConnKey, ConnEnds, ConnKeyHash> connections;
-	connections.reserve(endpoints.size());
-	for (size_t r = 0; r < n_ranks; r++) {
-		for (size_t i = offset[r]; i < offset[r + 1]; i++) {
-			ConnEnds &ends = connections[connection_key(endpoints[i])];
-			if (ends.first < 0)
-				ends.first = static_cast<int>(r);
-			else if (ends.first != static_cast<int>(r) && ends.second < 0)
-				ends.second = static_cast<int>(r);
+void EndpointExchange::abandon() noexcept
+{
+	failed_ = true;
+	std::fill(send_counts_.begin(), send_counts_.end(), 0);
+	std::fill(send_displs_.begin(), send_displs_.end(), 0);
+	sent_.clear();
+	sent_socket_.clear();
+	std::fill(peer_of_.begin(), peer_of_.end(), -1);
+}
+
+void EndpointExchange::route(std::span<const RankRecord> records)
+{
+	records_ = records;
+	if (failed_ || records.size() != static_cast<size_t>(n_ranks_)) {
+		abandon();
+		return;
+	}
+	try {
+		const RankRecord &me = records[my_rank_];
+		// Who listens where: (address, port) for every published listener (a wildcard
+		// one under each address of its rank), and by port alone for the wildcard
+		// listeners of this host, which loopback reaches.
+		std::unordered_map<AddrPort, std::vector<int>, BytesHash> listener_owners;
+		std::unordered_map<uint16_t, std::vector<int>> local_wildcard_owners;
+		std::unordered_map<std::array<uint8_t, 16>, std::vector<int>, BytesHash> addr_owners;
+		std::vector<int> my_host_ranks;
+		for (int q = 0; q < n_ranks_; q++) {
+			const RankRecord &rec = records[q];
+			const bool my_host = rec.host_key == me.host_key;
+			if (my_host && q != my_rank_)
+				my_host_ranks.push_back(q);
+			const uint32_t n_addrs = std::min<uint32_t>(rec.n_addrs, kMaxPublishedAddrs);
+			std::array<uint8_t, 16> addr;
+			for (uint32_t i = 0; i < n_addrs; i++)
+				if (record_addr(rec, i, addr.data()))
+					addr_owners[addr].push_back(q);
+			const uint32_t n_listeners =
+				std::min<uint32_t>(rec.n_listeners, kMaxPublishedListeners);
+			for (uint32_t j = 0; j < n_listeners; j++) {
+				const ListenEndpoint &l = rec.listeners[j];
+				if (!l.wildcard) {
+					listener_owners[addr_port(l.addr, l.port)].push_back(q);
+					continue;
+				}
+				if (my_host)
+					local_wildcard_owners[l.port].push_back(q);
+				for (uint32_t i = 0; i < n_addrs; i++)
+					if (record_addr(rec, i, addr.data()))
+						listener_owners[addr_port(addr.data(), l.port)].push_back(q);
+			}
+		}
+		const auto reaches_me = [&](const ListenEndpoint &l, const WireEndpoint &w) {
+			if (l.port != w.local_port)
+				return false;
+			if (!l.wildcard)
+				return std::memcmp(l.addr, w.local_addr, 16) == 0;
+			return is_loopback(w.local_addr) || record_has_addr(me, w.local_addr);
+		};
+
+		std::vector<std::pair<int, uint32_t>> sends;	// (destination, socket)
+		std::vector<int> candidates;
+		for (uint32_t s = 0; s < mine_.size(); s++) {
+			const WireEndpoint &w = mine_[s].wire;
+			// Rule 1: accepted by one of this rank's published listeners.
+			bool accepted = false;
+			for (uint32_t j = 0; j < std::min<uint32_t>(me.n_listeners,
+								    kMaxPublishedListeners); j++)
+				accepted = accepted || reaches_me(me.listeners[j], w);
+			if (accepted)
+				continue;
+			// Rule 2: connected to a published listener.
+			candidates.clear();
+			const bool loopback = is_loopback(w.remote_addr);
+			if (const auto it = listener_owners.find(addr_port(w.remote_addr, w.remote_port));
+			    it != listener_owners.end())
+				for (const int q : it->second)
+					if (!loopback || records[q].host_key == me.host_key)
+						candidates.push_back(q);
+			if (loopback)
+				if (const auto it = local_wildcard_owners.find(w.remote_port);
+				    it != local_wildcard_owners.end())
+					candidates.insert(candidates.end(), it->second.begin(),
+							  it->second.end());
+			// Rule 3: every rank of the host with the remote address.
+			if (candidates.empty()) {
+				if (loopback) {
+					candidates = my_host_ranks;
+				} else {
+					std::array<uint8_t, 16> addr;
+					std::memcpy(addr.data(), w.remote_addr, 16);
+					if (const auto it = addr_owners.find(addr); it != addr_owners.end())
+						candidates = it->second;
+				}
+			}
+			std::sort(candidates.begin(), candidates.end());
+			candidates.erase(std::unique(candidates.begin(), candidates.end()),
+					 candidates.end());
+			for (const int q : candidates)
+				if (q != my_rank_)
+					sends.emplace_back(q, s);
+		}
+		std::stable_sort(sends.begin(), sends.end(),
+				 [](const auto &a, const auto &b) { return a.first < b.first; });
+		if (sends.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
+			abandon();
+			return;
+		}
+		sent_.resize(sends.size());
+		sent_socket_.resize(sends.size());
+		for (size_t i = 0; i < sends.size(); i++) {
+			sent_[i] = mine_[sends[i].second].wire;
+			sent_socket_[i] = sends[i].second;
+			send_counts_[sends[i].first]++;
+		}
+		int displ = 0;
+		for (int q = 0; q < n_ranks_; q++) {
+			send_displs_[q] = displ;
+			displ += send_counts_[q];
+		}
+	} catch (const std::bad_alloc &) {
+		abandon();
+	}
+}
+
+void EndpointExchange::expect(std::span<const int> recv_counts)
+{
+	// The counts come from the other ranks' routes; this rank must receive exactly them,
+	// so a failure here cannot be turned into zero counts: it throws to the caller.
+	if (recv_counts.size() != static_cast<size_t>(n_ranks_))
+		throw std::invalid_argument("receive counts of the wrong length");
+	int64_t total = 0;
+	for (int q = 0; q < n_ranks_; q++) {
+		if (recv_counts[q] < 0 || (q == my_rank_ && recv_counts[q] != 0))
+			throw std::invalid_argument("impossible receive count");
+		recv_counts_[q] = recv_counts[q];
+		recv_displs_[q] = static_cast<int>(total);
+		total += recv_counts[q];
+		if (total > std::numeric_limits<int>::max())
+			throw std::length_error("too many endpoints to receive");
+	}
+	received_.assign(static_cast<size_t>(total), WireEndpoint{});
+	answers_out_.assign(static_cast<size_t>(total), 0);
+	answers_in_.assign(sent_.size(), 0);
+}
+
+void EndpointExchange::answer()
+{
+	if (failed_)
+		return;	// answers stay 0: nothing here is mapped
+	try {
+		std::unordered_map<DirectedConn, uint32_t, BytesHash> by_tuple;
+		by_tuple.reserve(mine_.size());
+		for (uint32_t s = 0; s < mine_.size(); s++) {
+			const WireEndpoint &w = mine_[s].wire;
+			by_tuple.emplace(directed(w.local_addr, w.local_port, w.remote_addr,
+						  w.remote_port), s);
+		}
+		for (int q = 0; q < n_ranks_; q++) {
+			for (int i = recv_displs_[q]; i < recv_displs_[q] + recv_counts_[q]; i++) {
+				const WireEndpoint &e = received_[i];
+				// Rank q's (L, R) is this rank's (R, L).
+				const auto it = by_tuple.find(directed(e.remote_addr, e.remote_port,
+								       e.local_addr, e.local_port));
+				if (it == by_tuple.end())
+					continue;
+				int &peer = peer_of_[it->second];
+				if (peer < 0)
+					peer = q;
+				// A socket two ranks claim (shared by fork) stays with the first.
+				answers_out_[i] = peer == q ? 1 : 0;
+			}
+		}
+	} catch (const std::bad_alloc &) {
+		failed_ = true;
+		std::fill(answers_out_.begin(), answers_out_.end(), 0);
+		std::fill(peer_of_.begin(), peer_of_.end(), -1);
+	}
+}
+
+ExchangeSums EndpointExchange::confirm()
+{
+	ExchangeSums sums;
+	if (failed_) {
+		sums.failed = 1;
+		return sums;
+	}
+	for (int q = 0; q < n_ranks_; q++) {
+		for (int i = send_displs_[q]; i < send_displs_[q] + send_counts_[q]; i++) {
+			int &peer = peer_of_[sent_socket_[i]];
+			if (answers_in_[i] && peer < 0)
+				peer = q;
 		}
 	}
-
-	// Which rank pairs are joined, and whether any of them share a host.
-	std::unordered_set<uint64_t> matched;
-	bool local_pair_uses_tcp = false;
-	for (const auto &[key, ends] : connections) {
-		if (ends.second < 0)
-			continue;
-		const auto lo = static_cast<uint64_t>(std::min(ends.first, ends.second));
-		const auto hi = static_cast<uint64_t>(std::max(ends.first, ends.second));
-		if (matched.insert(lo * n_ranks + hi).second &&
-		    records[lo].host_key == records[hi].host_key)
-			local_pair_uses_tcp = true;
+	try {
+		std::vector<bool> counted(n_ranks_, false);
+		for (const int peer : peer_of_) {
+			if (peer < 0 || counted[peer])
+				continue;
+			counted[peer] = true;
+			sums.mapped_ranks++;
+			if (records_[peer].host_key == records_[my_rank_].host_key)
+				sums.local_mapped++;
+		}
+	} catch (const std::bad_alloc &) {
+		abandon();
+		return ExchangeSums{0, 0, 1};
 	}
-	table.matched_pairs = matched.size();
+	return sums;
+}
+
+bool EndpointExchange::table(const ExchangeSums &sums, PeerTable &table) const
+{
+	table = PeerTable{};
+	if (sums.failed > 0 || failed_)
+		return false;
+	table.matched_pairs = sums.mapped_ranks / 2;
 
 	// Pairs that should be joined: all of them when local traffic uses TCP, else only
 	// pairs across hosts. Counting per host keeps this O(ranks) rather than O(ranks^2).
 	std::unordered_map<uint64_t, uint64_t> ranks_per_host;
-	for (const RankRecord &rec : records)
+	for (const RankRecord &rec : records_)
 		ranks_per_host[rec.host_key]++;
-	const uint64_t all_pairs = static_cast<uint64_t>(n_ranks) * (n_ranks - 1) / 2;
-	uint64_t same_host_pairs = 0;
-	for (const auto &[host, count] : ranks_per_host)
-		same_host_pairs += count * (count - 1) / 2;
-	uint64_t wanted = all_pairs, wanted_matched = table.matched_pairs;
-	if (!local_pair_uses_tcp)
-		wanted -= same_host_pairs;	// and no matched pair is local
-	table.any_unmapped = wanted_matched < wanted;
+	const auto n = static_cast<uint64_t>(n_ranks_);
+	uint64_t wanted = n * (n - 1) / 2;
+	if (sums.local_mapped == 0) {
+		for (const auto &[host, count] : ranks_per_host)
+			wanted -= count * (count - 1) / 2;
+	}
+	table.any_unmapped = table.matched_pairs < wanted;
 
-	// This rank's own peers.
-	std::vector<bool> mapped(n_ranks, false);
-	for (const LocalSocket &sock : mine) {
-		const auto it = connections.find(connection_key(sock.wire));
-		if (it == connections.end() || it->second.second < 0)
+	// This rank's own peers: its mapped sockets, in rank order.
+	std::vector<bool> mapped(n_ranks_, false);
+	for (size_t s = 0; s < mine_.size(); s++) {
+		const int other = peer_of_[s];
+		if (other < 0)
 			continue;
-		const int other = it->second.first == my_rank ? it->second.second : it->second.first;
-		if (other == my_rank)
-			continue;
+		const LocalSocket &sock = mine_[s];
 		gapctl_peer peer{};
 		peer.fd = -1;
 		peer.family = sock.family;
@@ -284,22 +525,24 @@ bool match_peers(int my_rank, std::span<const LocalSocket> mine,
 			 [](const gapctl_peer &a, const gapctl_peer &b) { return a.rank < b.rank; });
 	table.tuple_peers = static_cast<uint32_t>(table.peers.size());
 
-	const uint64_t my_host = records[my_rank].host_key;
-	for (size_t q = 0; q < n_ranks; q++) {
-		if (static_cast<int>(q) == my_rank || mapped[q] || records[q].host_key == my_host)
+	// Then the address form for ranks on other hosts that no socket reaches yet.
+	const uint64_t my_host = records_[my_rank_].host_key;
+	for (int q = 0; q < n_ranks_; q++) {
+		if (q == my_rank_ || mapped[q] || records_[q].host_key == my_host)
 			continue;
-		const uint32_t n_addrs = std::min<uint32_t>(records[q].n_addrs, kMaxPublishedAddrs);
+		const RankRecord &rec = records_[q];
+		const uint32_t n_addrs = std::min<uint32_t>(rec.n_addrs, kMaxPublishedAddrs);
 		for (uint32_t i = 0; i < n_addrs; i++) {
 			gapctl_peer peer{};
 			peer.fd = -1;
-			if (records[q].addr_family[i] == 4)
+			if (rec.addr_family[i] == 4)
 				peer.family = AF_INET;
-			else if (records[q].addr_family[i] == 6)
+			else if (rec.addr_family[i] == 6)
 				peer.family = AF_INET6;
 			else
 				continue;
-			std::memcpy(peer.addr, records[q].addrs[i], peer.family == AF_INET ? 4 : 16);
-			peer.rank = static_cast<int32_t>(q);
+			std::memcpy(peer.addr, rec.addrs[i], peer.family == AF_INET ? 4 : 16);
+			peer.rank = q;
 			table.peers.push_back(peer);
 			table.address_peers++;
 		}

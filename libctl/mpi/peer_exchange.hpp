@@ -1,11 +1,27 @@
 // Which TCP connection of this process leads to which rank of a communicator.
 //
 // MPI does not say which socket carries which peer, and a socket accepted by a rank shows
-// the connecting rank's ephemeral port, not its listening one. So every rank publishes the
-// (local, remote) endpoints of all its connected TCP sockets, and the socket (L, R) of rank
-// r belongs to the rank q that published (R, L). This file holds the MPI-independent part:
-// scanning the sockets, the fixed-size records the ranks exchange, and the matching. The
-// shim moves the records with PMPI_Allgather/PMPI_Allgatherv.
+// the connecting rank's ephemeral port, not its listening one. A socket (L, R) of rank r
+// belongs to rank q when q has the socket (R, L): both ends must confirm it.
+//
+// The ranks do not publish their sockets to everyone (that is O(ranks^2) memory on every
+// rank: 160 MB per rank after an all-to-all of 2048 ranks). Each rank publishes only a
+// fixed record (host, interface addresses, listening endpoints) with one PMPI_Allgather,
+// then sends each socket to the ranks that can own its other end:
+//
+//   1. a socket whose local end is one of this rank's published listening endpoints was
+//      accepted here: its connector sends it to us, so it is not sent;
+//   2. a socket whose remote end is some rank's published listening endpoint goes to that
+//      rank (normally exactly one);
+//   3. any other socket goes to every rank of the host that owns its remote address (for a
+//      loopback address, this rank's own host), so unpublished listeners, addresses or
+//      transports that never listen still match, at a cost of ranks-per-host copies.
+//
+// A receiver answers each endpoint with one byte: 1 when it holds the reverse socket (and
+// maps it to the sender), else 0; the sender maps its socket to a receiver that said 1.
+// Traffic and memory are O(sockets + ranks) per rank. This file is the MPI-independent part
+// (scanning, routing, matching); the shim moves the data with PMPI_Allgather,
+// PMPI_Alltoall, two PMPI_Alltoallv and one PMPI_Allreduce, in that order on every rank.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -40,36 +56,56 @@ struct LocalSocket {
 	uint16_t remote_port;
 };
 
-inline constexpr int kMaxPublishedAddrs = 4;
-// A sane bound on what one rank publishes; a rank with more sockets publishes the first ones.
-inline constexpr uint32_t kMaxEndpointsPerRank = 4096;
+// A listening TCP socket of a rank, as published.
+struct ListenEndpoint {
+	uint8_t addr[16];	// IPv4-mapped like WireEndpoint; zero for a wildcard bind
+	uint16_t port;
+	uint8_t wildcard;	// bound to 0.0.0.0 or ::, so any address of its host reaches it
+	uint8_t reserved;
+};
+static_assert(sizeof(ListenEndpoint) == 20);
 
-// The fixed-size part every rank publishes with one PMPI_Allgather.
+inline constexpr int kMaxPublishedAddrs = 4;
+inline constexpr int kMaxPublishedListeners = 8;
+// A sane bound on the connected sockets one rank scans; a rank with more maps the first ones.
+inline constexpr size_t kMaxSocketsPerRank = 65536;
+
+// The fixed-size record every rank publishes with one PMPI_Allgather.
 struct RankRecord {
 	uint64_t host_key;	// equal for processes that share a kernel and a network namespace
-	uint32_t n_endpoints;	// entries this rank contributes to the PMPI_Allgatherv
 	uint32_t n_addrs;	// used entries of addrs
+	uint32_t n_listeners;	// used entries of listeners
 	uint8_t addr_family[kMaxPublishedAddrs]; // 4 or 6
 	uint32_t reserved;
 	uint8_t addrs[kMaxPublishedAddrs][16];	// the rank's interface addresses (address form)
+	ListenEndpoint listeners[kMaxPublishedListeners];
 };
-static_assert(sizeof(RankRecord) == 88);
+static_assert(sizeof(RankRecord) == 248);
+
+// What one scan of /proc/self/fd found.
+struct SocketScan {
+	std::vector<LocalSocket> connected;	// at most the bound given to scan_tcp_sockets
+	std::vector<ListenEndpoint> listeners;	// at most kMaxPublishedListeners
+};
 
 // Builds a LocalSocket from raw tuple data (exposed for tests).
 LocalSocket make_local_socket(int family, const void *local_addr, uint16_t local_port,
 			      const void *remote_addr, uint16_t remote_port);
 
-// The connected TCP sockets of this process (scans /proc/self/fd), at most max_sockets.
-std::vector<LocalSocket> scan_tcp_sockets(size_t max_sockets);
+// A ListenEndpoint from a bound address (exposed for tests); a zero address is a wildcard.
+ListenEndpoint make_listen_endpoint(int family, const void *addr, uint16_t port);
+
+// The TCP sockets of this process: connected ones (at most max_sockets) and listeners.
+SocketScan scan_tcp_sockets(size_t max_sockets);
 
 // Identity of "the same host" for the address-form fallback: boot id, network namespace
 // and host name. Processes in different network namespaces of one machine count as
 // different hosts, since their traffic crosses a device.
 uint64_t compute_host_key();
 
-// This process's record: host key, endpoint count and up to kMaxPublishedAddrs non-loopback
-// interface addresses (IPv4 first, then global IPv6).
-RankRecord make_rank_record(uint64_t host_key, uint32_t n_endpoints);
+// This process's record: host key, up to kMaxPublishedAddrs non-loopback interface
+// addresses (IPv4 first, then global IPv6) and up to kMaxPublishedListeners listeners.
+RankRecord make_rank_record(uint64_t host_key, std::span<const ListenEndpoint> listeners);
 
 struct PeerTable {
 	// This rank's peers for gapctl_phase: one tuple-form entry per socket mapped to a rank,
@@ -80,19 +116,81 @@ struct PeerTable {
 	uint32_t address_peers = 0;
 	uint32_t mapped_ranks = 0;	// distinct ranks this rank reaches through a tuple
 	uint64_t matched_pairs = 0;	// rank pairs of the communicator joined by a known socket
-	// Identical on every rank (computed from the same gathered data only): some rank pair
-	// that should talk over TCP has no matched socket yet. Pairs on different hosts always
-	// should; pairs on one host only once some pair on one host was seen using TCP.
+	// Identical on every rank (computed from reduced data only): some rank pair that should
+	// talk over TCP has no matched socket yet. Pairs on different hosts always should; pairs
+	// on one host only once some pair on one host was seen using TCP.
 	bool any_unmapped = false;
 };
 
-// Matches the gathered data. records has one entry per rank; endpoints holds every rank's
-// endpoints concatenated in rank order (records[r].n_endpoints each). mine are this rank's
-// sockets in the order it published them. Returns false on inconsistent input (counts that
-// do not add up), leaving table empty.
-bool match_peers(int my_rank, std::span<const LocalSocket> mine,
-		 std::span<const RankRecord> records, std::span<const WireEndpoint> endpoints,
-		 PeerTable &table);
+// What every rank contributes to the PMPI_Allreduce (MPI_UINT64_T, MPI_SUM) that makes the
+// rescan decision the same everywhere.
+struct ExchangeSums {
+	uint64_t mapped_ranks = 0;	// summed: each matched pair counts twice
+	uint64_t local_mapped = 0;	// summed: mapped peers on the mapping rank's own host
+	uint64_t failed = 0;		// summed: ranks whose part failed (the table is then empty)
+};
+inline constexpr int kExchangeSumsCount = 3;
+static_assert(sizeof(ExchangeSums) == kExchangeSumsCount * sizeof(uint64_t));
+
+// One rank's side of one exchange. Each step fills the buffers the next collective sends;
+// a step that fails (bad input, allocation) marks the exchange failed but leaves buffers of
+// the right shape, so this rank still takes part in every remaining collective.
+class EndpointExchange {
+public:
+	// Allocates everything whose size depends on the communicator only, so that what can
+	// fail later are the buffers sized by the sockets.
+	EndpointExchange(int my_rank, int n_ranks, std::vector<LocalSocket> mine);
+
+	// After PMPI_Allgather of the records (one per rank; they must outlive this object):
+	// chooses where each socket goes (the rules above). Fills send_counts, send_displs and
+	// sent for PMPI_Alltoall and PMPI_Alltoallv.
+	void route(std::span<const RankRecord> records);
+	std::span<const int> send_counts() const { return send_counts_; }
+	std::span<const int> send_displs() const { return send_displs_; }
+	std::span<const WireEndpoint> sent() const { return sent_; }
+
+	// After PMPI_Alltoall of the counts: sizes the receive side of PMPI_Alltoallv.
+	void expect(std::span<const int> recv_counts);
+	std::span<const int> recv_counts() const { return recv_counts_; }
+	std::span<const int> recv_displs() const { return recv_displs_; }
+	std::span<WireEndpoint> received() { return received_; }
+
+	// After PMPI_Alltoallv of the endpoints: maps the sockets whose other end was received
+	// and fills the answers (one byte per received endpoint, laid out like received) for the
+	// second PMPI_Alltoallv, which returns into answers_in (laid out like sent).
+	void answer();
+	std::span<const uint8_t> answers_out() const { return answers_out_; }
+	std::span<uint8_t> answers_in() { return answers_in_; }
+
+	// After that PMPI_Alltoallv: maps the sent sockets the receivers confirmed and returns
+	// this rank's contribution to the PMPI_Allreduce.
+	ExchangeSums confirm();
+
+	// After PMPI_Allreduce: this rank's peer table. False (and an empty table) when any
+	// rank failed; every rank sees the same sums, so every rank returns the same.
+	bool table(const ExchangeSums &sums, PeerTable &table) const;
+
+	// Gives this rank's part up (a failed scan): it still takes part, sending nothing, and
+	// its ExchangeSums make every rank drop the exchange.
+	void abandon() noexcept;
+	bool failed() const { return failed_; }
+	size_t sockets() const { return mine_.size(); }
+	uint64_t sent_count() const { return sent_.size(); }
+	uint64_t received_count() const { return received_.size(); }
+
+private:
+	int my_rank_;
+	int n_ranks_ = 0;
+	bool failed_ = false;
+	std::vector<LocalSocket> mine_;
+	std::span<const RankRecord> records_;
+	std::vector<int> peer_of_;		// per socket of mine: the mapped rank, or -1
+	std::vector<uint32_t> sent_socket_;	// per sent endpoint: index into mine_
+	std::vector<WireEndpoint> sent_;
+	std::vector<int> send_counts_, send_displs_, recv_counts_, recv_displs_;
+	std::vector<WireEndpoint> received_;
+	std::vector<uint8_t> answers_out_, answers_in_;
+};
 
 // "10.0.0.1:5000>10.0.0.2:6000" for logs.
 std::string format_tuple(const gapctl_peer &peer);

@@ -298,7 +298,7 @@ bool exchange_due(const CommState &cs) noexcept
 	return cs.rescans == 0 || cs.any_unmapped;
 }
 
-void log_exchange(const CommState &cs, const PeerTable &table, size_t sockets)
+void log_exchange(const CommState &cs, const PeerTable &table, const EndpointExchange &ex)
 {
 	std::string map;
 	for (uint32_t i = 0; i < table.tuple_peers && map.size() < 3000; i++) {
@@ -306,58 +306,86 @@ void log_exchange(const CommState &cs, const PeerTable &table, size_t sockets)
 			map += ',';
 		map += std::to_string(table.peers[i].rank) + '@' + format_tuple(table.peers[i]);
 	}
-	log_line("exchange comm_size=%d crank=%d seq=%llu due=%llu rescan=%d sockets=%zu mapped_ranks=%u "
-		 "matched_pairs=%llu any_unmapped=%d tuples=%u addrs=%u map=%s",
+	log_line("exchange comm_size=%d crank=%d seq=%llu due=%llu rescan=%d sockets=%zu sent=%llu "
+		 "received=%llu mapped_ranks=%u matched_pairs=%llu any_unmapped=%d tuples=%u addrs=%u "
+		 "map=%s",
 		 cs.size, cs.rank, static_cast<unsigned long long>(cs.seq),
-		 static_cast<unsigned long long>(cs.due_seq), cs.rescans, sockets,
+		 static_cast<unsigned long long>(cs.due_seq), cs.rescans, ex.sockets(),
+		 static_cast<unsigned long long>(ex.sent_count()),
+		 static_cast<unsigned long long>(ex.received_count()),
 		 table.mapped_ranks, static_cast<unsigned long long>(table.matched_pairs),
 		 table.any_unmapped ? 1 : 0, table.tuple_peers, table.address_peers,
 		 map.empty() ? "-" : map.c_str());
 }
 
-// Publishes this rank's endpoints on cs.comm and matches everyone's: one PMPI_Allgather of
-// the fixed records, one PMPI_Allgatherv of the endpoints (skipped when nobody has any,
-// which every rank sees alike).
+// Maps this rank's sockets to ranks of cs.comm (peer_exchange.hpp): PMPI_Allgather of the
+// fixed records, PMPI_Alltoall of the endpoint counts, PMPI_Alltoallv of the endpoints,
+// PMPI_Alltoallv of the answers, PMPI_Allreduce of the sums. Every rank makes all five calls
+// unless MPI itself fails or memory runs out for what the others send it; a rank whose own
+// part failed sends nothing and makes every rank drop this exchange alike.
 void exchange(CommState &cs) noexcept
 {
 	try {
-		const std::vector<LocalSocket> sockets = scan_tcp_sockets(kMaxEndpointsPerRank);
-		const RankRecord mine = make_rank_record(g_host_key,
-							 static_cast<uint32_t>(sockets.size()));
+		SocketScan scan;
+		bool scan_failed = false;
+		try {
+			scan = scan_tcp_sockets(kMaxSocketsPerRank);
+		} catch (const std::bad_alloc &) {
+			scan = SocketScan{};
+			scan_failed = true;
+		}
+		const RankRecord mine = make_rank_record(g_host_key, scan.listeners);
 		std::vector<RankRecord> records(cs.size);
+		std::vector<int> recv_counts(cs.size);
+		EndpointExchange ex(cs.rank, cs.size, std::move(scan.connected));
+		if (scan_failed)
+			ex.abandon();
 		if (PMPI_Allgather(&mine, sizeof(mine), MPI_BYTE, records.data(), sizeof(mine),
 				   MPI_BYTE, cs.comm) != MPI_SUCCESS) {
 			cs.exchange_broken = true;
 			return;
 		}
-		std::vector<int> counts(cs.size), displs(cs.size);
-		uint64_t total = 0;
-		for (int r = 0; r < cs.size; r++) {
-			if (records[r].n_endpoints > kMaxEndpointsPerRank) {
-				cs.exchange_broken = true;	// every rank sees the same record
-				return;
-			}
-			counts[r] = static_cast<int>(records[r].n_endpoints);
-			displs[r] = static_cast<int>(total);
-			total += records[r].n_endpoints;
+		ex.route(records);
+		if (PMPI_Alltoall(ex.send_counts().data(), 1, MPI_INT, recv_counts.data(), 1,
+				  MPI_INT, cs.comm) != MPI_SUCCESS) {
+			cs.exchange_broken = true;
+			return;
 		}
-		std::vector<WireEndpoint> published(sockets.size());
-		for (size_t i = 0; i < sockets.size(); i++)
-			published[i] = sockets[i].wire;
-		std::vector<WireEndpoint> all(total);
-		if (total > 0) {
-			WireEndpoint dummy{};
-			if (PMPI_Allgatherv(published.empty() ? &dummy : published.data(),
-					    static_cast<int>(published.size()), g_endpoint_type,
-					    all.data(), counts.data(), displs.data(),
-					    g_endpoint_type, cs.comm) != MPI_SUCCESS) {
-				cs.exchange_broken = true;
-				return;
-			}
+		ex.expect(recv_counts);
+		// Zero-length buffers still get a valid address: some MPIs check it.
+		WireEndpoint dummy_endpoint{};
+		uint8_t dummy_answer = 0;
+		const auto endpoints_or_dummy = [&](auto span) {
+			return span.empty() ? &dummy_endpoint : span.data();
+		};
+		const auto answers_or_dummy = [&](auto span) {
+			return span.empty() ? &dummy_answer : span.data();
+		};
+		if (PMPI_Alltoallv(endpoints_or_dummy(ex.sent()), ex.send_counts().data(),
+				   ex.send_displs().data(), g_endpoint_type,
+				   endpoints_or_dummy(ex.received()), ex.recv_counts().data(),
+				   ex.recv_displs().data(), g_endpoint_type, cs.comm) != MPI_SUCCESS) {
+			cs.exchange_broken = true;
+			return;
+		}
+		ex.answer();
+		if (PMPI_Alltoallv(answers_or_dummy(ex.answers_out()), ex.recv_counts().data(),
+				   ex.recv_displs().data(), MPI_BYTE, answers_or_dummy(ex.answers_in()),
+				   ex.send_counts().data(), ex.send_displs().data(), MPI_BYTE,
+				   cs.comm) != MPI_SUCCESS) {
+			cs.exchange_broken = true;
+			return;
+		}
+		const ExchangeSums local = ex.confirm();
+		ExchangeSums sums;
+		if (PMPI_Allreduce(&local, &sums, kExchangeSumsCount, MPI_UINT64_T, MPI_SUM,
+				   cs.comm) != MPI_SUCCESS) {
+			cs.exchange_broken = true;
+			return;
 		}
 		auto table = std::make_unique<PeerTable>();
-		if (!match_peers(cs.rank, sockets, records, all, *table)) {
-			cs.exchange_broken = true;
+		if (!ex.table(sums, *table)) {
+			cs.exchange_broken = true;	// every rank saw the same sums
 			return;
 		}
 		if (cs.exchanges++ > 0)
@@ -365,7 +393,7 @@ void exchange(CommState &cs) noexcept
 		cs.any_unmapped = table->any_unmapped;
 		g_exchanges.fetch_add(1, std::memory_order_relaxed);
 		if (g_config.log)
-			log_exchange(cs, *table, sockets.size());
+			log_exchange(cs, *table, ex);
 		cs.peers.store(table.get(), std::memory_order_release);
 		cs.tables.push_back(std::move(table));
 	} catch (...) {

@@ -1,4 +1,4 @@
-// Unit tests of the shim's MPI-independent half: socket scan and rank matching.
+// Unit tests of the shim's MPI-independent half: socket scan, routing and rank matching.
 #include "peer_exchange.hpp"
 
 #include <arpa/inet.h>
@@ -6,7 +6,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -35,17 +38,26 @@ LocalSocket tcp4(const char *local, uint16_t lport, const char *remote, uint16_t
 	return make_local_socket(AF_INET, &l, lport, &r, rport);
 }
 
-// The gathered data of a communicator, built rank by rank.
-struct Gathered {
-	std::vector<RankRecord> records;
-	std::vector<WireEndpoint> endpoints;
-	std::vector<std::vector<LocalSocket>> sockets;
+ListenEndpoint listen4(const char *addr, uint16_t port)
+{
+	const in_addr a = v4(addr);
+	return make_listen_endpoint(AF_INET, &a, port);
+}
 
-	void add_rank(uint64_t host, std::vector<LocalSocket> socks, const char *addr = nullptr)
+// A communicator's ranks, exchanging in memory exactly as the shim's collectives move the
+// data: PMPI_Allgather of records, PMPI_Alltoall of counts, PMPI_Alltoallv of endpoints,
+// PMPI_Alltoallv of answers, PMPI_Allreduce of the sums.
+struct Cluster {
+	std::vector<RankRecord> records;
+	std::vector<std::vector<LocalSocket>> sockets;
+	std::vector<uint64_t> sent, received;	// per rank, from the last exchange
+	std::vector<int> abandoning;		// ranks whose part fails
+
+	void add_rank(uint64_t host, std::vector<LocalSocket> socks, const char *addr = nullptr,
+		      std::vector<ListenEndpoint> listeners = {})
 	{
-		RankRecord rec{};
-		rec.host_key = host;
-		rec.n_endpoints = static_cast<uint32_t>(socks.size());
+		RankRecord rec = make_rank_record(host, listeners);
+		rec.n_addrs = 0;	// the test's addresses, not this machine's
 		if (addr) {
 			const in_addr a = v4(addr);
 			std::memcpy(rec.addrs[0], &a, 4);
@@ -53,117 +65,250 @@ struct Gathered {
 			rec.n_addrs = 1;
 		}
 		records.push_back(rec);
-		for (const LocalSocket &s : socks)
-			endpoints.push_back(s.wire);
 		sockets.push_back(std::move(socks));
 	}
 
-	PeerTable match(int rank)
+	std::vector<PeerTable> exchange()
 	{
-		PeerTable table;
-		EXPECT_TRUE(match_peers(rank, sockets[rank], records, endpoints, table));
-		return table;
+		const int n = static_cast<int>(records.size());
+		std::vector<EndpointExchange> ex;
+		for (int r = 0; r < n; r++)
+			ex.emplace_back(r, n, sockets[r]);
+		for (const int r : abandoning)
+			ex[r].abandon();
+		for (int r = 0; r < n; r++)
+			ex[r].route(records);
+		for (int r = 0; r < n; r++) {
+			std::vector<int> counts(n);
+			for (int q = 0; q < n; q++)
+				counts[q] = ex[q].send_counts()[r];
+			ex[r].expect(counts);
+		}
+		for (int r = 0; r < n; r++)
+			for (int q = 0; q < n; q++)
+				std::copy_n(ex[q].sent().begin() + ex[q].send_displs()[r],
+					    ex[q].send_counts()[r],
+					    ex[r].received().begin() + ex[r].recv_displs()[q]);
+		for (int r = 0; r < n; r++)
+			ex[r].answer();
+		for (int r = 0; r < n; r++)
+			for (int q = 0; q < n; q++)
+				std::copy_n(ex[q].answers_out().begin() + ex[q].recv_displs()[r],
+					    ex[q].recv_counts()[r],
+					    ex[r].answers_in().begin() + ex[r].send_displs()[q]);
+		ExchangeSums sums;
+		for (int r = 0; r < n; r++) {
+			const ExchangeSums part = ex[r].confirm();
+			sums.mapped_ranks += part.mapped_ranks;
+			sums.local_mapped += part.local_mapped;
+			sums.failed += part.failed;
+		}
+		std::vector<PeerTable> tables(n);
+		sent.assign(n, 0);
+		received.assign(n, 0);
+		for (int r = 0; r < n; r++) {
+			const bool ok = ex[r].table(sums, tables[r]);
+			EXPECT_EQ(ok, sums.failed == 0) << "rank " << r;
+			sent[r] = ex[r].sent_count();
+			received[r] = ex[r].received_count();
+		}
+		return tables;
 	}
 };
 
-TEST(MatchPeers, AcceptedSocketShowsTheConnectingEphemeralPort)
+TEST(EndpointExchange, AcceptedSocketShowsTheConnectingEphemeralPort)
 {
-	Gathered g;
+	Cluster c;
 	// Rank 0 connected from an ephemeral port to rank 1's listener; rank 1 also has its
-	// connection to the launcher, which no rank publishes.
-	g.add_rank(1, {tcp4("127.0.0.1", 40000, "127.0.0.1", 1025)});
-	g.add_rank(1, {tcp4("127.0.0.1", 1025, "127.0.0.1", 40000),
-		       tcp4("127.0.0.1", 50000, "127.0.0.1", 38711)});
-	const PeerTable t0 = g.match(0);
-	ASSERT_EQ(t0.peers.size(), 1u);
-	EXPECT_EQ(t0.peers[0].rank, 1);
-	EXPECT_EQ(t0.peers[0].fd, -1);
-	EXPECT_EQ(t0.peers[0].family, AF_INET);
-	EXPECT_EQ(t0.peers[0].local_port, 40000);
-	EXPECT_EQ(t0.peers[0].port, 1025);
-	EXPECT_EQ(t0.tuple_peers, 1u);
-	EXPECT_EQ(t0.mapped_ranks, 1u);
-	EXPECT_EQ(t0.matched_pairs, 1u);
-	EXPECT_FALSE(t0.any_unmapped);
+	// connection to the launcher, which is no rank.
+	c.add_rank(1, {tcp4("127.0.0.1", 40000, "127.0.0.1", 1025)}, nullptr,
+		   {listen4("0.0.0.0", 1024)});
+	c.add_rank(1, {tcp4("127.0.0.1", 1025, "127.0.0.1", 40000),
+		       tcp4("127.0.0.1", 50000, "127.0.0.1", 38711)}, nullptr,
+		   {listen4("0.0.0.0", 1025)});
+	const std::vector<PeerTable> t = c.exchange();
+	ASSERT_EQ(t[0].peers.size(), 1u);
+	EXPECT_EQ(t[0].peers[0].rank, 1);
+	EXPECT_EQ(t[0].peers[0].fd, -1);
+	EXPECT_EQ(t[0].peers[0].family, AF_INET);
+	EXPECT_EQ(t[0].peers[0].local_port, 40000);
+	EXPECT_EQ(t[0].peers[0].port, 1025);
+	EXPECT_EQ(t[0].tuple_peers, 1u);
+	EXPECT_EQ(t[0].mapped_ranks, 1u);
+	EXPECT_EQ(t[0].matched_pairs, 1u);
+	EXPECT_FALSE(t[0].any_unmapped);
 
-	const PeerTable t1 = g.match(1);
-	ASSERT_EQ(t1.peers.size(), 1u);	// the launcher connection is not a peer
-	EXPECT_EQ(t1.peers[0].rank, 0);
-	EXPECT_EQ(t1.peers[0].local_port, 1025);
-	EXPECT_EQ(t1.peers[0].port, 40000);
-	EXPECT_EQ(format_tuple(t1.peers[0]), "127.0.0.1:1025>127.0.0.1:40000");
+	ASSERT_EQ(t[1].peers.size(), 1u);	// the launcher connection is not a peer
+	EXPECT_EQ(t[1].peers[0].rank, 0);
+	EXPECT_EQ(t[1].peers[0].local_port, 1025);
+	EXPECT_EQ(t[1].peers[0].port, 40000);
+	EXPECT_EQ(format_tuple(t[1].peers[0]), "127.0.0.1:1025>127.0.0.1:40000");
+	// The connector sends its socket to the listener's rank; the accepted end is not sent.
+	// The launcher connection reaches no listener, so it goes to the host's other rank.
+	EXPECT_EQ(c.sent[0], 1u);
+	EXPECT_EQ(c.sent[1], 1u);
+	EXPECT_EQ(c.received[0], 1u);
 }
 
-TEST(MatchPeers, MappedIpv6SocketMatchesItsIpv4Peer)
+TEST(EndpointExchange, MappedIpv6SocketMatchesItsIpv4Peer)
 {
-	Gathered g;
+	Cluster c;
 	const in6_addr l = v6("::ffff:10.0.0.1"), r = v6("::ffff:10.0.0.2");
-	g.add_rank(1, {make_local_socket(AF_INET6, &l, 5000, &r, 6000)});
-	g.add_rank(2, {tcp4("10.0.0.2", 6000, "10.0.0.1", 5000)});
-	const PeerTable t0 = g.match(0);
-	ASSERT_EQ(t0.tuple_peers, 1u);
+	// No listener published: both ends go to the host of their remote address.
+	c.add_rank(1, {make_local_socket(AF_INET6, &l, 5000, &r, 6000)}, "10.0.0.1");
+	c.add_rank(2, {tcp4("10.0.0.2", 6000, "10.0.0.1", 5000)}, "10.0.0.2");
+	const std::vector<PeerTable> t = c.exchange();
+	ASSERT_EQ(t[0].tuple_peers, 1u);
 	// The hint carries the tuple as this socket shows it (IPv6).
-	EXPECT_EQ(t0.peers[0].family, AF_INET6);
-	EXPECT_EQ(std::memcmp(t0.peers[0].addr, &r, 16), 0);
-	EXPECT_EQ(t0.peers[0].rank, 1);
-	const PeerTable t1 = g.match(1);
-	ASSERT_EQ(t1.tuple_peers, 1u);
-	EXPECT_EQ(t1.peers[0].family, AF_INET);
-	EXPECT_EQ(t1.peers[0].rank, 0);
+	EXPECT_EQ(t[0].peers[0].family, AF_INET6);
+	EXPECT_EQ(std::memcmp(t[0].peers[0].addr, &r, 16), 0);
+	EXPECT_EQ(t[0].peers[0].rank, 1);
+	ASSERT_EQ(t[1].tuple_peers, 1u);
+	EXPECT_EQ(t[1].peers[0].family, AF_INET);
+	EXPECT_EQ(t[1].peers[0].rank, 0);
 }
 
-TEST(MatchPeers, UnconnectedRemoteRankFallsBackToItsAddress)
+TEST(EndpointExchange, UnconnectedRemoteRankFallsBackToItsAddress)
 {
-	Gathered g;
-	g.add_rank(10, {tcp4("10.0.0.1", 40000, "10.0.0.2", 1024)}, "10.0.0.1");
-	g.add_rank(20, {tcp4("10.0.0.2", 1024, "10.0.0.1", 40000)}, "10.0.0.2");
-	g.add_rank(30, {}, "10.0.0.3");
-	const PeerTable t0 = g.match(0);
-	ASSERT_EQ(t0.peers.size(), 2u);
-	EXPECT_EQ(t0.tuple_peers, 1u);
-	EXPECT_EQ(t0.address_peers, 1u);
-	EXPECT_EQ(t0.peers[1].rank, 2);
-	EXPECT_EQ(t0.peers[1].local_port, 0);	// address form
+	Cluster c;
+	c.add_rank(10, {tcp4("10.0.0.1", 40000, "10.0.0.2", 1024)}, "10.0.0.1");
+	c.add_rank(20, {tcp4("10.0.0.2", 1024, "10.0.0.1", 40000)}, "10.0.0.2",
+		   {listen4("0.0.0.0", 1024)});
+	c.add_rank(30, {}, "10.0.0.3");
+	const std::vector<PeerTable> t = c.exchange();
+	ASSERT_EQ(t[0].peers.size(), 2u);
+	EXPECT_EQ(t[0].tuple_peers, 1u);
+	EXPECT_EQ(t[0].address_peers, 1u);
+	EXPECT_EQ(t[0].peers[1].rank, 2);
+	EXPECT_EQ(t[0].peers[1].local_port, 0);	// address form
 	const in_addr a = v4("10.0.0.3");
-	EXPECT_EQ(std::memcmp(t0.peers[1].addr, &a, 4), 0);
+	EXPECT_EQ(std::memcmp(t[0].peers[1].addr, &a, 4), 0);
 	// Pairs (0,2) and (1,2) cross hosts without a socket: every rank must rescan.
-	EXPECT_TRUE(t0.any_unmapped);
-	EXPECT_TRUE(g.match(2).any_unmapped);
-	EXPECT_EQ(g.match(2).address_peers, 2u);
+	EXPECT_TRUE(t[0].any_unmapped);
+	EXPECT_TRUE(t[2].any_unmapped);
+	EXPECT_EQ(t[2].address_peers, 2u);
 }
 
-TEST(MatchPeers, SharedMemoryRanksOnOneHostAreSkipped)
+TEST(EndpointExchange, SharedMemoryRanksOnOneHostAreSkipped)
 {
-	Gathered g;
+	Cluster c;
 	for (int r = 0; r < 3; r++)
-		g.add_rank(7, {}, "192.0.2.1");
-	const PeerTable t = g.match(1);
-	EXPECT_TRUE(t.peers.empty());
-	EXPECT_EQ(t.matched_pairs, 0u);
+		c.add_rank(7, {}, "192.0.2.1");
+	const std::vector<PeerTable> t = c.exchange();
+	EXPECT_TRUE(t[1].peers.empty());
+	EXPECT_EQ(t[1].matched_pairs, 0u);
 	// No pair on this host uses TCP, so no rescan is asked for.
-	EXPECT_FALSE(t.any_unmapped);
+	EXPECT_FALSE(t[1].any_unmapped);
 }
 
-TEST(MatchPeers, LocalTcpMakesUnconnectedLocalPairsCount)
+TEST(EndpointExchange, LocalTcpMakesUnconnectedLocalPairsCount)
 {
-	Gathered g;
-	g.add_rank(7, {tcp4("127.0.0.1", 40000, "127.0.0.1", 1025)});
-	g.add_rank(7, {tcp4("127.0.0.1", 1025, "127.0.0.1", 40000)});
-	g.add_rank(7, {});
-	const PeerTable t = g.match(2);
-	EXPECT_TRUE(t.any_unmapped);	// pairs (0,2), (1,2) may still connect
-	EXPECT_TRUE(t.peers.empty());	// same host, nothing known: nothing to send
+	Cluster c;
+	c.add_rank(7, {tcp4("127.0.0.1", 40000, "127.0.0.1", 1025)});
+	c.add_rank(7, {tcp4("127.0.0.1", 1025, "127.0.0.1", 40000)});
+	c.add_rank(7, {});
+	const std::vector<PeerTable> t = c.exchange();
+	EXPECT_EQ(t[0].mapped_ranks, 1u);
+	EXPECT_TRUE(t[2].any_unmapped);	// pairs (0,2), (1,2) may still connect
+	EXPECT_TRUE(t[2].peers.empty());	// same host, nothing known: nothing to send
 }
 
-TEST(MatchPeers, RejectsCountsThatDoNotAddUp)
+TEST(EndpointExchange, OneRankFailingDropsTheExchangeEverywhere)
 {
-	Gathered g;
-	g.add_rank(1, {tcp4("127.0.0.1", 1, "127.0.0.1", 2)});
-	g.add_rank(1, {});
-	g.endpoints.pop_back();
-	PeerTable t;
-	EXPECT_FALSE(match_peers(0, g.sockets[0], g.records, g.endpoints, t));
-	EXPECT_FALSE(match_peers(5, g.sockets[0], g.records, g.endpoints, t));
+	Cluster c;
+	c.add_rank(1, {tcp4("10.0.0.1", 40000, "10.0.0.2", 1024)}, "10.0.0.1");
+	c.add_rank(2, {tcp4("10.0.0.2", 1024, "10.0.0.1", 40000)}, "10.0.0.2",
+		   {listen4("0.0.0.0", 1024)});
+	c.abandoning = {1};
+	const std::vector<PeerTable> t = c.exchange();	// checks every table() is false
+	EXPECT_TRUE(t[0].peers.empty());
+	EXPECT_EQ(c.sent[1], 0u);
+
+	// A rank number outside the communicator is a failed part too.
+	EndpointExchange bad(5, 2, {});
+	bad.route(c.records);
+	EXPECT_TRUE(bad.failed());
+	EXPECT_EQ(bad.confirm().failed, 1u);
+}
+
+// A socket's other end that no rank holds: a server on a rank's host that is not a rank,
+// or a port no rank listens on. It is offered to the host's ranks and nobody maps it.
+TEST(EndpointExchange, ConnectionToANonRankIsNotMapped)
+{
+	Cluster c;
+	c.add_rank(1, {tcp4("10.0.0.1", 40000, "10.0.0.2", 22)}, "10.0.0.1");
+	c.add_rank(2, {}, "10.0.0.2", {listen4("0.0.0.0", 1024)});
+	c.add_rank(2, {}, "10.0.0.2", {listen4("0.0.0.0", 1025)});
+	const std::vector<PeerTable> t = c.exchange();
+	EXPECT_EQ(t[0].tuple_peers, 0u);
+	EXPECT_EQ(c.sent[0], 2u);	// both ranks of 10.0.0.2
+	EXPECT_EQ(t[0].address_peers, 2u);
+}
+
+// A listener bound to an address its rank does not publish (a host with more interface
+// addresses than a record holds): the connector cannot find it, so the accepting rank
+// sends its end to the connector's host, and both map the connection.
+TEST(EndpointExchange, UnpublishedListenerAddressIsFoundFromTheAcceptingSide)
+{
+	Cluster c;
+	c.add_rank(1, {tcp4("10.0.0.1", 40000, "10.9.9.2", 1024)}, "10.0.0.1",
+		   {listen4("0.0.0.0", 1024)});
+	c.add_rank(1, {}, "10.0.0.1", {listen4("0.0.0.0", 1025)});
+	c.add_rank(2, {tcp4("10.9.9.2", 1024, "10.0.0.1", 40000)}, "10.0.0.2",
+		   {listen4("0.0.0.0", 1024)});
+	const std::vector<PeerTable> t = c.exchange();
+	ASSERT_EQ(t[0].tuple_peers, 1u);
+	EXPECT_EQ(t[0].peers[0].rank, 2);
+	ASSERT_EQ(t[2].tuple_peers, 1u);
+	EXPECT_EQ(t[2].peers[0].rank, 0);
+	EXPECT_EQ(c.sent[0], 0u);	// 10.9.9.2 is nobody's published address
+	EXPECT_EQ(c.sent[2], 2u);	// both ranks of 10.0.0.1
+	EXPECT_EQ(t[1].tuple_peers, 0u);
+}
+
+// The point of routing: what a rank sends and receives grows with its own sockets, not with
+// every socket of the communicator. 16 hosts of 16 ranks, every pair across hosts connected
+// (the lower rank connects to the higher one's listener); every rank listens on the same
+// wildcard port on every host, as Open MPI's first port does, plus its own.
+TEST(EndpointExchange, TrafficGrowsWithTheRanksOwnSockets)
+{
+	constexpr int kHosts = 16, kPerHost = 16, kRanks = kHosts * kPerHost;
+	const auto host_addr = [](int rank) {
+		return "10.1." + std::to_string(rank / kPerHost) + ".1";
+	};
+	const auto port = [](int rank) { return static_cast<uint16_t>(1024 + rank % kPerHost); };
+	std::vector<std::vector<LocalSocket>> socks(kRanks);
+	uint16_t next_ephemeral[kRanks];
+	for (int r = 0; r < kRanks; r++)
+		next_ephemeral[r] = 40000;
+	for (int r = 0; r < kRanks; r++) {
+		for (int q = r + 1; q < kRanks; q++) {
+			if (r / kPerHost == q / kPerHost)
+				continue;	// shared memory
+			const uint16_t eph = next_ephemeral[r / kPerHost]++;
+			socks[r].push_back(tcp4(host_addr(r).c_str(), eph, host_addr(q).c_str(),
+						port(q)));
+			socks[q].push_back(tcp4(host_addr(q).c_str(), port(q), host_addr(r).c_str(),
+						eph));
+		}
+	}
+	Cluster c;
+	for (int r = 0; r < kRanks; r++)
+		c.add_rank(100 + r / kPerHost, socks[r], host_addr(r).c_str(),
+			   {listen4("0.0.0.0", port(r))});
+	const std::vector<PeerTable> t = c.exchange();
+	uint64_t connected_total = 0;
+	for (int r = 0; r < kRanks; r++) {
+		EXPECT_EQ(t[r].mapped_ranks, static_cast<uint32_t>(kRanks - kPerHost)) << r;
+		EXPECT_EQ(t[r].address_peers, 0u) << r;
+		EXPECT_FALSE(t[r].any_unmapped);
+		// Each rank sends exactly the sockets it connected and receives the ones it
+		// accepted: its own sockets, once.
+		EXPECT_EQ(c.sent[r] + c.received[r], socks[r].size()) << r;
+		connected_total += c.sent[r];
+	}
+	EXPECT_EQ(connected_total, static_cast<uint64_t>(kRanks) * (kRanks - kPerHost) / 2);
+	EXPECT_EQ(t[0].matched_pairs, static_cast<uint64_t>(kRanks) * (kRanks - kPerHost) / 2);
 }
 
 TEST(ScanTcpSockets, FindsBothEndsOfALoopbackConnection)
@@ -186,7 +331,8 @@ TEST(ScanTcpSockets, FindsBothEndsOfALoopbackConnection)
 	ASSERT_EQ(getsockname(client.get(), reinterpret_cast<sockaddr *>(&client_addr), &len), 0);
 	UniqueFd udp(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));	// not TCP: ignored
 
-	const std::vector<LocalSocket> all = scan_tcp_sockets(kMaxEndpointsPerRank);
+	const SocketScan scan = scan_tcp_sockets(kMaxSocketsPerRank);
+	const std::vector<LocalSocket> &all = scan.connected;
 	const uint16_t listen_port = ntohs(addr.sin_port), client_port = ntohs(client_addr.sin_port);
 	const LocalSocket *client_side = nullptr, *server_side = nullptr;
 	for (const LocalSocket &s : all) {
@@ -200,25 +346,69 @@ TEST(ScanTcpSockets, FindsBothEndsOfALoopbackConnection)
 	ASSERT_NE(server_side, nullptr);
 	EXPECT_EQ(client_side->family, AF_INET);
 
-	// As two "ranks" of one host, the two ends find each other.
-	Gathered g;
-	g.add_rank(3, {*client_side});
-	g.add_rank(3, {*server_side});
-	const PeerTable t = g.match(0);
-	ASSERT_EQ(t.tuple_peers, 1u);
-	EXPECT_EQ(t.peers[0].rank, 1);
-	EXPECT_EQ(t.peers[0].local_port, client_port);
-	EXPECT_EQ(t.peers[0].port, listen_port);
-	EXPECT_EQ(scan_tcp_sockets(1).size(), 1u);	// the bound holds
+	// The listener is listed as bound to its address.
+	const ListenEndpoint *listed = nullptr;
+	for (const ListenEndpoint &l : scan.listeners)
+		if (l.port == listen_port)
+			listed = &l;
+	ASSERT_NE(listed, nullptr);
+	EXPECT_EQ(listed->wildcard, 0);
+	EXPECT_EQ(std::memcmp(listed->addr, client_side->wire.remote_addr, 16), 0);
+
+	// As two "ranks" of one host, the two ends find each other through the listener.
+	Cluster c;
+	c.add_rank(3, {*client_side});
+	c.add_rank(3, {*server_side}, nullptr, {*listed});
+	const std::vector<PeerTable> t = c.exchange();
+	ASSERT_EQ(t[0].tuple_peers, 1u);
+	EXPECT_EQ(t[0].peers[0].rank, 1);
+	EXPECT_EQ(t[0].peers[0].local_port, client_port);
+	EXPECT_EQ(t[0].peers[0].port, listen_port);
+	EXPECT_EQ(c.sent[1], 0u);	// the accepted end waits for the connector's
+	EXPECT_EQ(scan_tcp_sockets(1).connected.size(), 1u);	// the bound holds
+}
+
+TEST(ScanTcpSockets, ListsAWildcardListener)
+{
+	UniqueFd listener(socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0));
+	ASSERT_TRUE(listener);
+	sockaddr_in6 addr{};
+	addr.sin6_family = AF_INET6;	// in6addr_any, port 0
+	ASSERT_EQ(bind(listener.get(), reinterpret_cast<sockaddr *>(&addr), sizeof(addr)), 0);
+	ASSERT_EQ(listen(listener.get(), 1), 0);
+	socklen_t len = sizeof(addr);
+	ASSERT_EQ(getsockname(listener.get(), reinterpret_cast<sockaddr *>(&addr), &len), 0);
+	UniqueFd bound_only(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));	// not listening
+	sockaddr_in any4{};
+	any4.sin_family = AF_INET;
+	ASSERT_EQ(bind(bound_only.get(), reinterpret_cast<sockaddr *>(&any4), sizeof(any4)), 0);
+	len = sizeof(any4);
+	ASSERT_EQ(getsockname(bound_only.get(), reinterpret_cast<sockaddr *>(&any4), &len), 0);
+
+	const SocketScan scan = scan_tcp_sockets(kMaxSocketsPerRank);
+	int found = 0;
+	for (const ListenEndpoint &l : scan.listeners) {
+		if (l.port == ntohs(addr.sin6_port)) {
+			found++;
+			EXPECT_EQ(l.wildcard, 1);
+		}
+		EXPECT_NE(l.port, ntohs(any4.sin_port));
+	}
+	EXPECT_EQ(found, 1);
 }
 
 TEST(RankRecord, PublishesNoLoopbackAndAStableHostKey)
 {
 	const uint64_t key = compute_host_key();
 	EXPECT_EQ(key, compute_host_key());
-	const RankRecord rec = make_rank_record(key, 12);
+	std::vector<ListenEndpoint> listeners;
+	for (uint16_t p = 0; p < kMaxPublishedListeners + 3; p++)
+		listeners.push_back(listen4("192.0.2.7", 2000 + p));
+	const RankRecord rec = make_rank_record(key, listeners);
 	EXPECT_EQ(rec.host_key, key);
-	EXPECT_EQ(rec.n_endpoints, 12u);
+	ASSERT_EQ(rec.n_listeners, static_cast<uint32_t>(kMaxPublishedListeners));
+	EXPECT_EQ(rec.listeners[kMaxPublishedListeners - 1].port, 2000 + kMaxPublishedListeners - 1);
+	EXPECT_EQ(rec.listeners[0].wildcard, 0);
 	ASSERT_LE(rec.n_addrs, static_cast<uint32_t>(kMaxPublishedAddrs));
 	for (uint32_t i = 0; i < rec.n_addrs; i++) {
 		ASSERT_TRUE(rec.addr_family[i] == 4 || rec.addr_family[i] == 6);

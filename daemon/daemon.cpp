@@ -6,6 +6,7 @@
 #include <linux/genetlink.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/file.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -75,6 +76,53 @@ Expected<UniqueFd> listen_unix(const std::string &path, int type, mode_t mode)
 		return errno_error("chmod " + path);
 	if (::listen(fd.get(), 64) < 0)
 		return errno_error("listen " + path);
+	return fd;
+}
+
+// Whether some process listens at a Unix socket path (a file or an "@abstract" name): it
+// accepts a connection, or its backlog is full. A file nobody listens on is refused.
+bool someone_listens(const std::string &path, int type)
+{
+	auto addr = make_unix_address(path);
+	if (!addr)
+		return false;
+	UniqueFd fd(::socket(AF_UNIX, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+	if (!fd)
+		return false;
+	if (::connect(fd.get(), addr->get(), addr->len) == 0)
+		return true;
+	return errno == EAGAIN;
+}
+
+// One daemon per state file: an exclusive flock on STATE_FILE.lock, held for the daemon's life
+// (the kernel drops it when the process dies, however it dies). A second daemon would undo the
+// first one's live settings as a dead predecessor's, purge its routes and shapers, and take
+// over its sockets. The file holds the owner's pid, for the message.
+Expected<UniqueFd> lock_instance(const std::string &state_file)
+{
+	const std::string path = state_file + ".lock";
+	std::error_code ec;
+	std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+	if (ec)
+		return make_error(ec.value(), "cannot create the directory of " + path + ": " + ec.message());
+	UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
+	if (!fd)
+		return errno_error("cannot open " + path);
+	if (::flock(fd.get(), LOCK_EX | LOCK_NB) < 0) {
+		if (errno != EWOULDBLOCK)
+			return errno_error("cannot lock " + path);
+		char owner[32] = {};
+		const ssize_t n = ::pread(fd.get(), owner, sizeof(owner) - 1, 0);
+		std::string pid = n > 0 ? std::string(owner, static_cast<size_t>(n)) : "";
+		pid.erase(std::remove_if(pid.begin(), pid.end(), [](char c) { return c < '0' || c > '9'; }),
+			  pid.end());
+		return make_error(EBUSY, "another gappaced" + (pid.empty() ? "" : " (pid " + pid + ")") +
+						 " runs with the state file " + state_file + " (it holds " + path +
+						 "); stop it first, or give this one its own state_file and sockets");
+	}
+	const std::string mine = std::to_string(::getpid()) + "\n";
+	if (::ftruncate(fd.get(), 0) < 0 || ::pwrite(fd.get(), mine.data(), mine.size(), 0) < 0)
+		return errno_error("cannot write " + path);
 	return fd;
 }
 
@@ -179,6 +227,19 @@ Expected<void> Daemon::setup()
 	if (!netns)
 		return netns.error();
 	own_netns_ = *netns;
+
+	// Before anything is undone or purged as a dead predecessor's: a live daemon on the same
+	// state file or sockets must keep what it set.
+	auto lock = lock_instance(config_.state_file);
+	if (!lock)
+		return lock.error();
+	instance_lock_ = std::move(*lock);
+	for (const auto &[path, type] : {std::pair{config_.hints_socket, SOCK_SEQPACKET},
+					 std::pair{config_.control_socket, SOCK_STREAM}}) {
+		if (someone_listens(path, type))
+			return make_error(EADDRINUSE, path + ": another process (a gappaced with another state file?) "
+						       "listens there");
+	}
 
 	if (config_.backend != BackendChoice::Stock) {
 		auto module = make_module_backend();

@@ -134,6 +134,7 @@ private:
 	Config config_;
 	std::unique_ptr<Planner> planner_;
 	std::unique_ptr<Backend> backend_;
+	UniqueFd instance_lock_;	// flock on STATE_FILE.lock (lock_instance)
 	UniqueFd epoll_, signal_fd_, timer_fd_, hints_listener_, control_listener_;
 	std::optional<NetlinkSocket> kernel_hints_;
 	bool kernel_takes_quiet_summary_ = false;	// the module's policy knows HINT_QUIET_* (version >= 2)

@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <set>
 #include <span>
@@ -514,6 +516,17 @@ private:
 Expected<std::unique_ptr<Backend>> make_stock_backend(const std::string &state_file, std::vector<std::string> &log)
 {
 	auto report = stock::restore_from_state(state_file);
+	if (!report && report.error().err == EINVAL) {
+		// Not a state file we can read: what it recorded cannot be undone from it. Kept for
+		// the administrator; our routes and shapers are still found by the purges below.
+		const std::string aside = state_file + ".unreadable";
+		if (::rename(state_file.c_str(), aside.c_str()) < 0)
+			return make_error(errno, report.error().message + "; and cannot move it to " + aside + ": " +
+							 std::strerror(errno));
+		log.push_back("error: " + report.error().message + ": moved it to " + aside +
+			      "; the socket settings it recorded are not restored");
+		report = stock::RestoreReport{};
+	}
 	if (!report)
 		return report.error();
 	if (report->routes_deleted || report->pacing_restored || report->already_gone || report->tso_rtt_log_restored)
@@ -531,7 +544,7 @@ Expected<std::unique_ptr<Backend>> make_stock_backend(const std::string &state_f
 		log.push_back("could not look for a previous daemon's shapers: " + purged.error().message);
 	else if (*purged)
 		log.push_back("removed " + std::to_string(*purged) + " shaper(s) a previous daemon left");
-	auto store = stock::StateStore::create(state_file);
+	auto store = stock::StateStore::adopt(state_file, log);
 	if (!store)
 		return store.error();
 	return std::unique_ptr<Backend>(new StockBackend(std::move(*store)));

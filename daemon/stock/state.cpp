@@ -384,6 +384,58 @@ Expected<StateStore> StateStore::create(std::string path)
 	return StateStore(std::move(path), std::move(state));
 }
 
+Expected<StateStore> StateStore::adopt(std::string path, std::vector<std::string> &notes)
+{
+	auto existing = load_state(path);
+	if (!existing) {
+		if (existing.error().err == ENOENT)
+			return create(std::move(path));
+		return existing.error();
+	}
+	if (existing->empty())
+		return create(std::move(path));
+	auto netns = current_netns_inode();
+	if (!netns)
+		return netns.error();
+
+	StockState kept;
+	kept.netns_inode = *netns;
+	kept.pacing = existing->pacing;	// sockets are reached by pid, from any namespace
+	if (existing->netns_inode == *netns) {
+		kept.routes = existing->routes;
+		kept.original_tso_rtt_log = existing->original_tso_rtt_log;
+	} else if (!existing->routes.empty() || existing->original_tso_rtt_log) {
+		const std::string aside = path + ".netns-" + std::to_string(existing->netns_inode);
+		StockState foreign;
+		if (auto earlier = load_state(aside))
+			foreign = *earlier;
+		else if (earlier.error().err != ENOENT)
+			return earlier.error();
+		foreign.netns_inode = existing->netns_inode;
+		for (const RouteRecord &route : existing->routes) {
+			const bool known = std::any_of(foreign.routes.begin(), foreign.routes.end(),
+						       [&](const RouteRecord &r) { return same_address(r.peer, route.peer); });
+			if (!known)
+				foreign.routes.push_back(route);
+		}
+		if (!foreign.original_tso_rtt_log)
+			foreign.original_tso_rtt_log = existing->original_tso_rtt_log;
+		// Written before the main file drops them: nothing is lost if we die in between.
+		if (auto written = write_state_file(aside, foreign, false); !written)
+			return written.error();
+		notes.push_back("moved " + std::to_string(existing->routes.size()) + " route(s)" +
+				(existing->original_tso_rtt_log ? " and tcp_tso_rtt_log" : "") +
+				" of network namespace " + std::to_string(existing->netns_inode) +
+				", which this daemon cannot undo, to " + aside);
+	}
+	if (auto written = write_state_file(path, kept); !written)
+		return written.error();
+	if (!kept.empty())
+		notes.push_back("keeping " + std::to_string(kept.records()) +
+				" record(s) that could not be undone yet; undone again at shutdown");
+	return StateStore(std::move(path), std::move(kept));
+}
+
 Expected<void> StateStore::write(const StockState &next)
 {
 	// create() made the directory; someone deleting it meanwhile gets a clear error instead.

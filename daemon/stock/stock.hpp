@@ -159,6 +159,14 @@ public:
 	// Starts an empty state at `path`. EEXIST if a state file with records is already there:
 	// a previous daemon left settings behind, and restore_from_state() must undo them first.
 	static Expected<StateStore> create(std::string path);
+	// Starts the state of a new daemon at `path` after restore_from_state() undid what it
+	// could. What the file still records could not be undone. Socket records, and routes and
+	// tcp_tso_rtt_log of this network namespace, become this daemon's records: it tries again
+	// when it reverts everything (at its shutdown), and they stay on disk until undone.
+	// Routes and tcp_tso_rtt_log of another namespace, which no daemon here can undo, are
+	// moved to PATH.netns-INODE (merged with what that file holds) for the administrator.
+	// `notes` says what was kept or moved. Errors as create(), never EEXIST.
+	static Expected<StateStore> adopt(std::string path, std::vector<std::string> &notes);
 
 	const std::string &path() const { return path_; }
 	// The live records: settings in effect now.

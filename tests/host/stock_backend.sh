@@ -4,7 +4,8 @@
 # gappaced (in A) must pace exactly that process's sockets (SO_MAX_PACING_RATE) and floor
 # their RTO (the per-peer route with rto_min lock and quickack; on Linux 6.15+ by default each
 # socket's own TCP_RTO_MIN_US), revert both at the phase end, refuse what it must,
-# survive malformed hints and configs, undo a killed predecessor's settings on restart, and
+# survive malformed hints and configs, undo a killed predecessor's settings on restart (and
+# start although some cannot be undone), refuse to run beside a live daemon of its own, and
 # floor by the route where pidfd_getfd is denied (deny_pidfd_getfd.so, LD_PRELOAD).
 #
 # usage: stock_backend.sh BUILD_DIR        (root; uses ip netns; everything bounded in time)
@@ -578,6 +579,60 @@ check "restart restored the route" bash -c "[[ -z \$(ip -n $NSA route show 10.21
 check "restart restored the pacing" test "$(say pacing)" = "$orig"
 grep -q "restored what a previous daemon left" "$TMP/daemon.log" && ok "restart logged the restore" || fail "restart logged the restore"
 check "the client's hints reach the restarted daemon" await_carrier
+
+# ---- one daemon per state file and per socket: a second one is refused, and the first keeps
+# what it set (a second daemon used to undo it as a dead predecessor's, purge its routes and
+# take its sockets over)
+phase=$(say begin alltoall 1048576 10.213.0.2 | awk '/^phase/{print $2}')
+sleep 0.3
+live=$(say pacing); check "second daemon: the first one's phase is live ($live)" test "$live" = "pacing 12500000"
+second() { # CONFIG: runs a second daemon in A for at most 10 s; sets rc and out
+	out=$(ip netns exec "$NSA" timeout 10 "$BUILD/daemon/gappaced" --config "$1" 2>&1) && rc=0 || rc=$?
+}
+second "$TMP/gappaced.toml"
+[[ $rc -ne 0 && $rc -ne 124 && $out == *"another gappaced (pid $DAEMON_PID) runs with the state file $TMP/state.json"* ]] &&
+	ok "second daemon on the same state file: refused (rc $rc): $out" ||
+	fail "second daemon on the same state file: refused (rc $rc): $out"
+sed -e "s|^state_file = .*|state_file = \"$TMP/other-state.json\"|" "$TMP/gappaced.toml" >"$TMP/other.toml"
+second "$TMP/other.toml"
+[[ $rc -ne 0 && $rc -ne 124 && $out == *"$TMP/hints.sock: another process"*"listens there"* ]] &&
+	ok "second daemon on the same sockets: refused (rc $rc): $out" ||
+	fail "second daemon on the same sockets: refused (rc $rc): $out"
+check "second daemon: the first one's route is still there" \
+	bash -c "ip -n $NSA route show 10.213.0.2 proto 167 | grep -q rto_min"
+check "second daemon: the first one's pacing is still there ($(say pacing))" test "$(say pacing)" = "pacing 12500000"
+check "second daemon: the first one still serves its control socket" bash -c "$GAPCTL daemon show >/dev/null"
+check "second daemon: the first one's state file still records both" \
+	bash -c "jq -e '(.routes|length)==1 and (.pacing|length)==1' $TMP/state.json >/dev/null"
+say end "$phase" >/dev/null
+sleep 0.3
+check "second daemon: the first one still ends the phase (pacing $orig)" test "$(say pacing)" = "$orig"
+
+# ---- a record the next daemon cannot undo (here: pidfd_getfd denied to it) no longer keeps
+# every later daemon from starting: the daemon keeps the record, tries again at its shutdown,
+# and a daemon that can undo it does
+phase=$(say begin alltoall 1048576 10.213.0.2 | awk '/^phase/{print $2}')
+sleep 0.3
+live=$(say pacing); check "record kept: phase live before the kill ($live)" test "$live" = "pacing 12500000"
+kill -KILL "$DAEMON_PID"; wait "$DAEMON_PID" 2>/dev/null || true
+if start_daemon LD_PRELOAD="$BUILD/tests/host/deny_pidfd_getfd.so"; then
+	ok "record kept: the daemon starts although it cannot undo the socket's cap"
+else
+	fail "record kept: the daemon starts although it cannot undo the socket's cap"
+	start_daemon
+fi
+grep -q "keeping 1 record(s) that could not be undone yet" "$TMP/daemon.log" &&
+	ok "record kept: logged" || fail "record kept: logged"
+check "record kept: the route was undone, the pacing record stays in the state file" \
+	bash -c "[[ -z \$(ip -n $NSA route show 10.213.0.2 proto 167) ]] && jq -e '(.routes|length)==0 and (.pacing|length)==1' $TMP/state.json >/dev/null"
+kill -TERM "$DAEMON_PID"; wait "$DAEMON_PID" 2>/dev/null || true
+check "record kept: still in the state file after a shutdown that could not undo it either" \
+	bash -c "jq -e '(.pacing|length)==1' $TMP/state.json >/dev/null"
+check "record kept: the socket is still capped ($(say pacing))" test "$(say pacing)" = "pacing 12500000"
+start_daemon
+check "record kept: a daemon that may borrow the socket puts its cap back ($(say pacing))" test "$(say pacing)" = "$orig"
+check "record kept: and empties the state file" bash -c "jq -e '(.routes|length)==0 and (.pacing|length)==0' $TMP/state.json >/dev/null"
+check "record kept: the client's hints reach the daemon" await_carrier
 
 # ---- SIGTERM mid-phase reverts
 phase=$(say begin alltoall 1048576 10.213.0.2 | awk '/^phase/{print $2}')

@@ -384,6 +384,87 @@ TEST(StateStore, RefusesToForgetWhatAPreviousDaemonLeft)
 	EXPECT_EQ(corrupt.error().err, EINVAL);
 }
 
+// What restore_from_state() could not undo does not stop the next daemon: it keeps the
+// records (and tries them again at its shutdown) instead of refusing to start forever.
+TEST(StateStore, AdoptsWhatCouldNotBeUndone)
+{
+	testing::TempDir dir;
+	const std::string path = dir.path() + "/state.json";
+	StockState left = sample_state();
+	left.netns_inode = *current_netns_inode();
+	ASSERT_TRUE(write_state_file(path, left));
+	std::vector<std::string> notes;
+	auto store = StateStore::adopt(path, notes);
+	ASSERT_TRUE(store) << store.error().message;
+	EXPECT_EQ(store->state(), left);
+	auto on_disk = load_state(path);
+	ASSERT_TRUE(on_disk);
+	EXPECT_EQ(*on_disk, left) << "nothing is dropped from the file";
+	ASSERT_EQ(notes.size(), 1u);
+	EXPECT_NE(notes[0].find("keeping " + std::to_string(left.records()) + " record(s)"), std::string::npos)
+		<< notes[0];
+	// Reverting a kept record removes it like any other.
+	ASSERT_TRUE(store->erase_route(left.routes[0].peer));
+	ASSERT_TRUE(store->flush());
+	EXPECT_EQ(load_state(path)->routes.size(), 1u);
+
+	// A file without records, or none, starts empty without a note.
+	notes.clear();
+	ASSERT_TRUE(write_state_file(path, StockState{}));
+	auto fresh = StateStore::adopt(path, notes);
+	ASSERT_TRUE(fresh);
+	EXPECT_TRUE(fresh->state().empty());
+	EXPECT_TRUE(notes.empty());
+	EXPECT_TRUE(StateStore::adopt(dir.path() + "/none.json", notes));
+	std::ofstream(path) << "not json";
+	auto corrupt = StateStore::adopt(path, notes);
+	ASSERT_FALSE(corrupt);
+	EXPECT_EQ(corrupt.error().err, EINVAL);
+}
+
+TEST(StateStore, MovesAnotherNamespacesRoutesAside)
+{
+	testing::TempDir dir;
+	const std::string path = dir.path() + "/state.json";
+	const uint64_t ours = *current_netns_inode();
+	StockState left = sample_state();
+	left.netns_inode = ours + 1000;
+	ASSERT_TRUE(write_state_file(path, left));
+	std::vector<std::string> notes;
+	auto store = StateStore::adopt(path, notes);
+	ASSERT_TRUE(store) << store.error().message;
+	// Socket records stay (a socket is reached by pid from anywhere); the routes and the
+	// sysctl of the other namespace go to a file of their own.
+	EXPECT_EQ(store->state().netns_inode, ours);
+	EXPECT_EQ(store->state().pacing, left.pacing);
+	EXPECT_TRUE(store->state().routes.empty());
+	EXPECT_FALSE(store->state().original_tso_rtt_log);
+	const std::string aside = path + ".netns-" + std::to_string(ours + 1000);
+	auto moved = load_state(aside);
+	ASSERT_TRUE(moved) << moved.error().message;
+	EXPECT_EQ(moved->netns_inode, ours + 1000);
+	EXPECT_EQ(moved->routes, left.routes);
+	EXPECT_EQ(moved->original_tso_rtt_log, left.original_tso_rtt_log);
+	EXPECT_TRUE(moved->pacing.empty());
+	ASSERT_EQ(notes.size(), 2u);
+	EXPECT_NE(notes[0].find(aside), std::string::npos) << notes[0];
+
+	// A later daemon moving more routes of that namespace adds to the file.
+	StockState more;
+	more.netns_inode = ours + 1000;
+	RouteRecord extra = left.routes[0];
+	extra.peer = *parse_host_address("10.9.9.9");
+	more.routes = {left.routes[0], extra};
+	ASSERT_TRUE(write_state_file(path, more));
+	notes.clear();
+	ASSERT_TRUE(StateStore::adopt(path, notes));
+	moved = load_state(aside);
+	ASSERT_TRUE(moved);
+	ASSERT_EQ(moved->routes.size(), 3u);
+	EXPECT_EQ(moved->routes[2], extra);
+	EXPECT_TRUE(load_state(path)->empty());
+}
+
 TEST(StateStore, RestoreOfAMissingFileHasNothingToDo)
 {
 	testing::TempDir dir;

@@ -48,18 +48,19 @@
 /*
  * Established-socket lookup. 6.18 dropped the hashinfo argument (TCP was
  * the last user after DCCP's removal; the helpers take the netns's own).
- * @hinfo is ignored there.
+ * @hinfo is ignored there. @dif: the device a packet would arrive on (0:
+ * none, which matches only sockets not bound to a device).
  */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 18, 0)
-#define gp_lookup_established4(net, hinfo, saddr, sport, daddr, hnum) \
-	({ (void)(hinfo); __inet_lookup_established(net, saddr, sport, daddr, hnum, 0, 0); })
-#define gp_lookup_established6(net, hinfo, saddr, sport, daddr, hnum) \
-	({ (void)(hinfo); __inet6_lookup_established(net, saddr, sport, daddr, hnum, 0, 0); })
+#define gp_lookup_established4(net, hinfo, saddr, sport, daddr, hnum, dif) \
+	({ (void)(hinfo); __inet_lookup_established(net, saddr, sport, daddr, hnum, dif, 0); })
+#define gp_lookup_established6(net, hinfo, saddr, sport, daddr, hnum, dif) \
+	({ (void)(hinfo); __inet6_lookup_established(net, saddr, sport, daddr, hnum, dif, 0); })
 #else
-#define gp_lookup_established4(net, hinfo, saddr, sport, daddr, hnum) \
-	__inet_lookup_established(net, hinfo, saddr, sport, daddr, hnum, 0, 0)
-#define gp_lookup_established6(net, hinfo, saddr, sport, daddr, hnum) \
-	__inet6_lookup_established(net, hinfo, saddr, sport, daddr, hnum, 0, 0)
+#define gp_lookup_established4(net, hinfo, saddr, sport, daddr, hnum, dif) \
+	__inet_lookup_established(net, hinfo, saddr, sport, daddr, hnum, dif, 0)
+#define gp_lookup_established6(net, hinfo, saddr, sport, daddr, hnum, dif) \
+	__inet6_lookup_established(net, hinfo, saddr, sport, daddr, hnum, dif, 0)
 #endif
 
 /*

@@ -172,23 +172,8 @@ static bool gp_sk_to_peer(const struct sock *sk, const struct gp_rto_tuple *peer
 #endif
 }
 
-/* @sk is the connection of @t, from its local end to its peer. */
-static bool gp_sk_is_tuple(const struct sock *sk, const struct gp_rto_tuple *t)
-{
-	if (!gp_sk_to_peer(sk, t) || sk->sk_dport != t->dport || htons(sk->sk_num) != t->sport)
-		return false;
-	if (t->family == AF_INET)
-		return sk->sk_rcv_saddr == t->saddr.v4;
-#if IS_ENABLED(CONFIG_IPV6)
-	return ipv6_addr_equal(&sk->sk_v6_rcv_saddr, &t->saddr.v6);
-#else
-	return false;
-#endif
-}
-
-/* Up to @max established sockets of @net to the peer of @t (@full: the one
- * with the whole tuple of @t), referenced. */
-static unsigned int gp_walk_established(struct net *net, const struct gp_rto_tuple *t, bool full,
+/* Up to @max established sockets of @net to the peer of @t, referenced. */
+static unsigned int gp_walk_established(struct net *net, const struct gp_rto_tuple *t,
 					struct sock **out, unsigned int max)
 {
 	struct inet_hashinfo *hinfo = net->ipv4.tcp_death_row.hashinfo;
@@ -205,7 +190,7 @@ static unsigned int gp_walk_established(struct net *net, const struct gp_rto_tup
 		sk_nulls_for_each(sk, node, &head->chain) {
 			/* timewait sockets share the hash: look at common fields first */
 			if (sk->sk_state != TCP_ESTABLISHED || !net_eq(sock_net(sk), net) ||
-			    !(full ? gp_sk_is_tuple(sk, t) : gp_sk_to_peer(sk, t)))
+			    !gp_sk_to_peer(sk, t))
 				continue;
 			if (n < max && refcount_inc_not_zero(&sk->sk_refcnt))
 				out[n++] = sk;
@@ -216,35 +201,48 @@ static unsigned int gp_walk_established(struct net *net, const struct gp_rto_tup
 	return n;
 }
 
+static struct sock *gp_lookup_established_dif(struct net *net, const struct gp_rto_tuple *t,
+					      int dif)
+{
+	struct inet_hashinfo *hinfo = net->ipv4.tcp_death_row.hashinfo;
+
+	/* the established hash is keyed from the incoming packet's view: the
+	 * peer is the source, the local end the destination */
+	if (t->family == AF_INET)
+		return gp_lookup_established4(net, hinfo, t->daddr.v4, t->dport, t->saddr.v4,
+					      ntohs(t->sport), dif);
+#if IS_ENABLED(CONFIG_IPV6)
+	return gp_lookup_established6(net, hinfo, &t->daddr.v6, t->dport, &t->saddr.v6,
+				      ntohs(t->sport), dif);
+#else
+	return NULL;
+#endif
+}
+
 /* An established TCP socket by tuple in @net, referenced, or NULL. */
 static struct sock *gp_lookup_tuple(struct net *net, const struct gp_rto_tuple *t)
 {
-	struct inet_hashinfo *hinfo = net->ipv4.tcp_death_row.hashinfo;
+	struct net_device *dev;
 	struct sock *sk;
 
-	/* the established hash is keyed from the incoming packet's view: the
-	 * peer is the source, the local end the destination. Its chains are
-	 * walked under RCU (as in softirq): a socket freed meanwhile stays
-	 * readable, and the lookup takes a reference on the one it returns. */
+	/* The hash chains are walked under RCU (as in softirq): a socket freed
+	 * meanwhile stays readable, and the lookup takes a reference on the
+	 * one it returns. A socket bound to a device (SO_BINDTODEVICE, a VRF,
+	 * an IPv6 link-local peer) matches only packets of that device, so
+	 * when no unbound socket has the tuple, each device of the namespace
+	 * is asked in turn: one hash lookup per device, where a walk of the
+	 * whole established hash would take each bucket's lock. */
 	rcu_read_lock();
-	if (t->family == AF_INET)
-		sk = gp_lookup_established4(net, hinfo, t->daddr.v4, t->dport, t->saddr.v4,
-					    ntohs(t->sport));
-#if IS_ENABLED(CONFIG_IPV6)
-	else
-		sk = gp_lookup_established6(net, hinfo, &t->daddr.v6, t->dport, &t->saddr.v6,
-					    ntohs(t->sport));
-#else
-	else
-		sk = NULL;
-#endif
+	sk = gp_lookup_established_dif(net, t, 0);
+	if (!sk) {
+		for_each_netdev_rcu(net, dev) {
+			sk = gp_lookup_established_dif(net, t, dev->ifindex);
+			if (sk)
+				break;
+		}
+	}
 	rcu_read_unlock();
-	/* The hash lookup matches a socket bound to a device (SO_BINDTODEVICE,
-	 * a VRF, an IPv6 link-local peer) only for packets of that device:
-	 * walk the hash for those. */
-	if (!sk)
-		return gp_walk_established(net, t, true, &sk, 1) ? sk : NULL;
-	if (sk->sk_state != TCP_ESTABLISHED) {
+	if (sk && sk->sk_state != TCP_ESTABLISHED) {
 		sock_gen_put(sk);	/* also a timewait socket */
 		return NULL;
 	}
@@ -294,7 +292,7 @@ int gp_rto_set(struct net *net, const struct gp_rto_tuple *t, bool by_peer,
 	if (!socks)
 		return -ENOMEM;
 	if (by_peer) {
-		n = gp_walk_established(net, t, false, socks, max);
+		n = gp_walk_established(net, t, socks, max);
 	} else {
 		socks[0] = gp_lookup_tuple(net, t);
 		n = socks[0] ? 1 : 0;

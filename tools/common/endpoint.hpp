@@ -22,11 +22,14 @@ struct Endpoint {
 };
 
 // ADDR:PORT with the port 1..65535; an IPv6 address needs brackets ("[fd00::1]:5001"),
-// as ss prints it. No zone index ("%eth0"), no service names. An IPv4-mapped IPv6 address
-// ("[::ffff:10.0.0.1]:22", a dual-stack socket's IPv4 connection) becomes IPv4.
+// as ss prints it. A zone index, as ss prints a socket bound to a device
+// ("10.0.0.1%veth0:5001", "[fe80::1%eth0]:22"), must name an interface of this namespace (or
+// be one's index) and is then dropped: the tuple names the connection. No service names. An
+// IPv4-mapped IPv6 address ("[::ffff:10.0.0.1]:22", a dual-stack socket's IPv4 connection)
+// becomes IPv4.
 Expected<Endpoint> parse_endpoint(std::string_view text);
-// An address without a port: "10.0.0.2", "fd00::1" or "[fd00::1]". port is 0; mapped
-// addresses become IPv4 as above.
+// An address without a port: "10.0.0.2", "fd00::1" or "[fd00::1]", with a zone index as
+// above. port is 0; mapped addresses become IPv4 as above.
 Expected<Endpoint> parse_host_address(std::string_view text);
 // An IPv4-mapped IPv6 endpoint (::ffff:a.b.c.d, a dual-stack socket's IPv4 connection) as the
 // IPv4 endpoint the kernel files it under; any other endpoint as it is.

@@ -364,7 +364,11 @@ TEST(Endpoint, RejectsBadAddressesAndPorts)
 		{"[fd00::1]", "invalid address \"[fd00::1]\": missing :PORT after ']'"},
 		{"[fd00::1:5001", "invalid address \"[fd00::1:5001\": missing ']'"},
 		{"[10.0.0.1]:80", "invalid address \"[10.0.0.1]:80\": not an IPv6 address in brackets"},
-		{"[fe80::1%eth0]:22", "invalid address \"[fe80::1%eth0]:22\": zone indexes (%IFACE) are not supported"},
+		{"[fe80::1%nosuchdev9]:22", "invalid address \"[fe80::1%nosuchdev9]:22\": zone index \"nosuchdev9\" is no network interface here"},
+		{"10.0.0.1%:22", "invalid address \"10.0.0.1%:22\": empty zone index after '%'"},
+		{"10.0.0.1%lo%lo:22", "invalid address \"10.0.0.1%lo%lo:22\": more than one zone index (%IFACE)"},
+		{"10.0.0.1%4000000000:22", "invalid address \"10.0.0.1%4000000000:22\": zone index \"4000000000\" is no network interface here"},
+		{"10.0.0.256%lo:1", "invalid address \"10.0.0.256%lo:1\": not an IPv4 address"},
 	};
 	for (const auto &[text, message] : cases) {
 		auto parsed = parse_endpoint(text);
@@ -372,6 +376,28 @@ TEST(Endpoint, RejectsBadAddressesAndPorts)
 		EXPECT_EQ(parsed.error().message, message);
 		EXPECT_EQ(parsed.error().err, EINVAL);
 	}
+}
+
+// ss shows a socket bound to a device as ADDR%DEV:PORT; the zone is checked and dropped (the
+// module finds a bound socket by its tuple). lo exists in every namespace, as index 1.
+TEST(Endpoint, ZoneOfABoundSocketIsAccepted)
+{
+	auto v4 = parse_endpoint("10.0.0.1%lo:5001");
+	ASSERT_TRUE(v4) << v4.error().message;
+	EXPECT_EQ(format_endpoint(*v4), "10.0.0.1:5001");
+	auto v6 = parse_endpoint("[fe80::1%lo]:22");
+	ASSERT_TRUE(v6) << v6.error().message;
+	EXPECT_EQ(format_endpoint(*v6), "[fe80::1]:22");
+	auto by_index = parse_endpoint("[fe80::1%1]:22");
+	ASSERT_TRUE(by_index) << by_index.error().message;
+	EXPECT_EQ(*by_index, *v6);
+	auto peer = parse_host_address("fe80::1%lo");
+	ASSERT_TRUE(peer) << peer.error().message;
+	EXPECT_EQ(format_endpoint(*peer), "fe80::1");
+	auto bad_peer = parse_host_address("fe80::1%nosuchdev9");
+	ASSERT_FALSE(bad_peer);
+	EXPECT_EQ(bad_peer.error().message,
+		  "invalid peer address \"fe80::1%nosuchdev9\": zone index \"nosuchdev9\" is no network interface here");
 }
 
 TEST(Endpoint, PeerAddressHasNoPort)

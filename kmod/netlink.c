@@ -295,14 +295,16 @@ static struct nlattr *gp_put_stats(struct sk_buff *skb, int type, const struct g
 }
 
 static int gp_fill_rule(struct sk_buff *skb, int ifindex, const struct gp_rule_info *r,
-			u32 portid, u32 seq, int flags)
+			struct netlink_callback *cb)
 {
 	struct nlattr *rule, *stats;
 	void *hdr;
 
-	hdr = genlmsg_put(skb, portid, seq, &gp_genl_family, flags, GAPPACE_CMD_RULE_GET);
+	hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid, cb->nlh->nlmsg_seq, &gp_genl_family,
+			  NLM_F_MULTI, GAPPACE_CMD_RULE_GET);
 	if (!hdr)
 		return -EMSGSIZE;
+	genl_dump_check_consistent(cb, hdr);
 	if (nla_put_u32(skb, GAPPACE_A_IFINDEX, ifindex))
 		goto cancel;
 	rule = nla_nest_start(skb, GAPPACE_A_RULE);
@@ -333,7 +335,10 @@ cancel:
 
 #define GP_DUMP_BATCH 16
 
-/* cb->args[0]: devices done; cb->args[1]: rules done on the current device. */
+/* cb->args[0]: devices done; cb->args[1]: rules done on the current device.
+ * Positions shift when rules or qdiscs come or go between two parts of the
+ * dump, so each part takes the rule generation as cb->seq, and a message
+ * after a change carries NLM_F_DUMP_INTR (userspace dumps again). */
 static int gp_cmd_rule_dump(struct sk_buff *skb, struct netlink_callback *cb)
 {
 	struct nlattr **attrs = gp_dump_attrs(cb);
@@ -349,6 +354,7 @@ static int gp_cmd_rule_dump(struct sk_buff *skb, struct netlink_callback *cb)
 		return -ENOMEM;
 
 	rtnl_lock();
+	cb->seq = (gp_rules_generation() << 1) | 1;	/* never 0: 0 means "not tracked" */
 	if (only && !cb->args[0] && !cb->args[1]) {
 		struct Qdisc *sch = gp_lookup_qdisc(net, attrs[GAPPACE_A_IFINDEX], cb->extack);
 
@@ -372,9 +378,7 @@ static int gp_cmd_rule_dump(struct sk_buff *skb, struct netlink_callback *cb)
 		for (;;) {
 			n = gp_rules_snapshot(sch, cb->args[1], batch, GP_DUMP_BATCH, &gen);
 			for (i = 0; i < n; i++) {
-				if (gp_fill_rule(skb, dev->ifindex, &batch[i],
-						 NETLINK_CB(cb->skb).portid, cb->nlh->nlmsg_seq,
-						 NLM_F_MULTI))
+				if (gp_fill_rule(skb, dev->ifindex, &batch[i], cb))
 					goto out;	/* skb full: resume here */
 				cb->args[1]++;
 			}

@@ -132,6 +132,16 @@ unsigned int gp_rules_live(void)
 	return atomic_read(&gp_rule_count);
 }
 
+/* Changes whenever a rule or one of our qdiscs comes or goes, on any device:
+ * a rule dump resumes by position and flags itself interrupted when this
+ * moved between its parts. */
+static atomic_t gp_rule_generation = ATOMIC_INIT(0);
+
+u32 gp_rules_generation(void)
+{
+	return atomic_read(&gp_rule_generation);
+}
+
 struct gp_sched_data {
 	struct Qdisc *sch;
 	struct gp_wire wire;
@@ -827,6 +837,7 @@ static int gp_init(struct Qdisc *sch, struct nlattr *opt, struct netlink_ext_ack
 	err = gp_change(sch, opt, extack);
 	if (err)
 		return err;
+	atomic_inc(&gp_rule_generation);	/* a device joins the rule dump */
 	return 0;
 }
 
@@ -865,6 +876,7 @@ static void gp_destroy(struct Qdisc *sch)
 	struct gp_rule *rule, *tmp;
 
 	qdisc_watchdog_cancel(&q->watchdog);
+	atomic_inc(&gp_rule_generation);
 	/* init may have failed before the list existed */
 	if (q->rules.next) {
 		list_for_each_entry_safe(rule, tmp, &q->rules, list) {
@@ -1091,6 +1103,7 @@ int gp_rule_set(struct Qdisc *sch, const struct gp_rule_request *req, bool creat
 	gp_lens_add(q, &req->prefix);
 	q->n_rules++;
 	q->generation++;
+	atomic_inc(&gp_rule_generation);
 	fresh_rule = NULL;
 unlock:
 	sch_tree_unlock(sch);
@@ -1109,6 +1122,7 @@ static void gp_rule_remove(struct gp_sched_data *q, struct gp_rule *rule)
 	gp_flow_put(q, rule->flow);
 	q->n_rules--;
 	q->generation++;
+	atomic_inc(&gp_rule_generation);
 	kfree(rule);
 	atomic_dec(&gp_rule_count);
 }

@@ -321,10 +321,35 @@ Expected<void> NetlinkSocket::receive_replies(uint32_t seq, std::span<const char
 				return std::move(*loop.handler_failure);
 			if (loop.failure)
 				return std::move(*loop.failure);
-			if (errno == EINTR) // libmnl's verdict on NLM_F_DUMP_INTR
+			if (errno == EINTR) { // libmnl's verdict on NLM_F_DUMP_INTR
+				// The kernel is still dumping into this socket, and refuses a new
+				// dump (EBUSY) until this one is read to its end.
+				if (auto drained = drain_dump(seq, buffer, static_cast<size_t>(received)); !drained)
+					return drained.error();
 				return make_error(EINTR, "dump interrupted by a concurrent change, try again");
+			}
 			return errno_error(errno ? errno : EPROTO);
 		}
+	}
+}
+
+Expected<void> NetlinkSocket::drain_dump(uint32_t seq, std::span<char> buffer, size_t received)
+{
+	// Reads the rest of an abandoned dump, up to its NLMSG_DONE (or an error in its place),
+	// starting with the datagram in hand, which may hold the end already.
+	for (;;) {
+		int left = static_cast<int>(received);
+		for (auto *nlh = reinterpret_cast<const nlmsghdr *>(buffer.data()); mnl_nlmsg_ok(nlh, left);
+		     nlh = mnl_nlmsg_next(nlh, &left)) {
+			if (nlh->nlmsg_seq == seq && (nlh->nlmsg_type == NLMSG_DONE || nlh->nlmsg_type == NLMSG_ERROR))
+				return {};
+		}
+		ssize_t n;
+		while ((n = mnl_socket_recvfrom(socket_, buffer.data(), buffer.size())) < 0 && errno == EINTR) {
+		}
+		if (n < 0)
+			return errno_error(errno);
+		received = static_cast<size_t>(n);
 	}
 }
 

@@ -124,6 +124,9 @@ public:
 private:
 	explicit NetlinkSocket(mnl_socket *socket) noexcept;
 	Expected<void> receive_replies(uint32_t seq, std::span<const char> request, const MessageHandler &on_message);
+	// After NLM_F_DUMP_INTR: reads the dump `seq` to its end, from the `received` bytes in
+	// `buffer` on, so that the socket can start another.
+	Expected<void> drain_dump(uint32_t seq, std::span<char> buffer, size_t received);
 
 	mnl_socket *socket_ = nullptr;
 	uint32_t portid_ = 0;

@@ -286,17 +286,24 @@ template <class Decoder>
 int run_gappace_query(const Invocation &invocation, std::string_view what, RequestBuffer &request,
 		      NetlinkSocket &socket, Decoder decode)
 {
-	Report report = make_report(invocation);
-	auto done = socket.transact(request, [&](const nlmsghdr *nlh) -> Expected<void> {
-		auto decoded = decode(nlh);
-		if (!decoded)
-			return decoded.error();
-		report.add(*decoded);
-		return {};
-	});
-	if (!done)
-		return report_failure(invocation, what, done.error());
-	return print_output(invocation, report.finish());
+	// A dump that rules or qdiscs changed under (NLM_F_DUMP_INTR, EINTR here) may have
+	// skipped or repeated entries: it is taken again from the start, a few times.
+	constexpr int kAttempts = 5;
+	for (int attempt = 1;; attempt++) {
+		Report report = make_report(invocation);
+		auto done = socket.transact(request, [&](const nlmsghdr *nlh) -> Expected<void> {
+			auto decoded = decode(nlh);
+			if (!decoded)
+				return decoded.error();
+			report.add(*decoded);
+			return {};
+		});
+		if (!done && done.error().err == EINTR && attempt < kAttempts)
+			continue;
+		if (!done)
+			return report_failure(invocation, what, done.error());
+		return print_output(invocation, report.finish());
+	}
 }
 
 int pace_show(const Invocation &invocation, Args args)

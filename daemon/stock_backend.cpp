@@ -201,6 +201,13 @@ public:
 		if (auto done = store_.flush_older_than(kRemovedRecordsKept); !done)
 			errors.push_back("state file: " + done.error().message);
 		const auto now = std::chrono::steady_clock::now();
+		// A release whose write failed stays engaged: tried again here, once a second,
+		// rather than only when some later phase of long messages ends.
+		if (tso_sizing_holders_ == 0 && tso_sizing_.original() && now - last_tso_release_try_ >= std::chrono::seconds(1)) {
+			last_tso_release_try_ = now;
+			if (auto done = tso_sizing_.release(); !done)
+				errors.push_back("shaper: " + done.error().message);
+		}
 		for (auto it = devices_.begin(); it != devices_.end();) {
 			if (it->second.sockets > 0 || now - it->second.idle_since < kIdleShaperKept) {
 				++it;
@@ -501,6 +508,7 @@ private:
 	stock::ShaperActuator shaper_;
 	stock::TsoSizing tso_sizing_{store_};
 	int tso_sizing_holders_ = 0; // phases of long messages with steered sockets (hold_tso_sizing)
+	std::chrono::steady_clock::time_point last_tso_release_try_{};
 	uint32_t mtu_ = 1500;
 	std::map<std::string, SharedPacing> pacing_held_;
 	uint64_t last_pacing_hold_ = 0;

@@ -101,10 +101,8 @@ bool someone_listens(const std::string &path, int type)
 Expected<UniqueFd> lock_instance(const std::string &state_file)
 {
 	const std::string path = state_file + ".lock";
-	std::error_code ec;
-	std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-	if (ec)
-		return make_error(ec.value(), "cannot create the directory of " + path + ": " + ec.message());
+	if (auto made = stock::make_parent_directories(path); !made)
+		return made.error();
 	UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
 	if (!fd)
 		return errno_error("cannot open " + path);

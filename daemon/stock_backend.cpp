@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <set>
 #include <span>
@@ -201,9 +202,10 @@ public:
 		if (auto done = store_.flush_older_than(kRemovedRecordsKept); !done)
 			errors.push_back("state file: " + done.error().message);
 		const auto now = std::chrono::steady_clock::now();
-		// A release whose write failed stays engaged: tried again here, once a second,
-		// rather than only when some later phase of long messages ends.
-		if (tso_sizing_holders_ == 0 && tso_sizing_.original() && now - last_tso_release_try_ >= std::chrono::seconds(1)) {
+		// A release whose write failed stays engaged (so does a predecessor's record the
+		// restore could not undo): tried again here, every 10 s, rather than only when some
+		// later phase of long messages ends.
+		if (tso_sizing_holders_ == 0 && tso_sizing_.original() && now - last_tso_release_try_ >= std::chrono::seconds(10)) {
 			last_tso_release_try_ = now;
 			if (auto done = tso_sizing_.release(); !done)
 				errors.push_back("shaper: " + done.error().message);
@@ -527,7 +529,7 @@ Expected<std::unique_ptr<Backend>> make_stock_backend(const std::string &state_f
 	if (!report && report.error().err == EINVAL) {
 		// Not a state file we can read: what it recorded cannot be undone from it. Kept for
 		// the administrator; our routes and shapers are still found by the purges below.
-		const std::string aside = state_file + ".unreadable";
+		const std::string aside = state_file + ".unreadable-" + std::to_string(::time(nullptr));
 		if (::rename(state_file.c_str(), aside.c_str()) < 0)
 			return make_error(errno, report.error().message + "; and cannot move it to " + aside + ": " +
 							 std::strerror(errno));

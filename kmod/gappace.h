@@ -79,8 +79,10 @@ int gp_rule_set(struct Qdisc *sch, const struct gp_rule_request *req, bool creat
 unsigned int gp_rules_release_owner(struct Qdisc *sch, u32 portid, u64 before);
 /* Rules that exist on any device: none, and a released socket has none to end. */
 unsigned int gp_rules_live(void);
-/* Moves whenever rules or gappace qdiscs come or go, on any device. */
-u32 gp_rules_generation(void);
+/* Moves whenever a gappace qdisc comes or goes, on any device. */
+u32 gp_qdisc_epoch(void);
+/* Moves whenever a rule of @sch comes or goes. Under RTNL. */
+u32 gp_rules_generation(struct Qdisc *sch);
 int gp_rule_del(struct Qdisc *sch, const struct gp_prefix *prefix, struct netlink_ext_ack *extack);
 /* Copies up to @max rules starting at position @first; returns how many. *@gen gets
  * the rule-set generation, which changes whenever rules are added or removed. */

@@ -17,6 +17,7 @@
  * the sender's netns, which only CAP_NET_ADMIN may join (see compat.h).
  */
 #include <linux/cred.h>
+#include <linux/jhash.h>
 #include <linux/netdevice.h>
 #include <linux/rtnetlink.h>
 #include <linux/sched.h>
@@ -335,10 +336,31 @@ cancel:
 
 #define GP_DUMP_BATCH 16
 
+/* What the rule dump of @net (@only: one device) depends on: each dumped
+ * qdisc's rule generation and the qdisc epoch, hashed; never 0 (0 means "not
+ * tracked" to nl_dump_check_consistent). Under RTNL. */
+static u32 gp_rule_dump_seq(struct net *net, int only)
+{
+	struct net_device *dev;
+	u32 sum = 0;
+
+	for_each_netdev(net, dev) {
+		struct Qdisc *sch;
+
+		if (only && dev->ifindex != only)
+			continue;
+		sch = gp_qdisc_of(dev);
+		if (sch)
+			sum += gp_rules_generation(sch) + dev->ifindex;
+	}
+	return jhash_2words(sum, gp_qdisc_epoch(), 0) | 1;
+}
+
 /* cb->args[0]: devices done; cb->args[1]: rules done on the current device.
  * Positions shift when rules or qdiscs come or go between two parts of the
- * dump, so each part takes the rule generation as cb->seq, and a message
- * after a change carries NLM_F_DUMP_INTR (userspace dumps again). */
+ * dump, so each part takes gp_rule_dump_seq() as cb->seq, and a message after
+ * a change carries NLM_F_DUMP_INTR (userspace dumps again). Changes on other
+ * devices or in other namespaces do not count. */
 static int gp_cmd_rule_dump(struct sk_buff *skb, struct netlink_callback *cb)
 {
 	struct nlattr **attrs = gp_dump_attrs(cb);
@@ -354,7 +376,7 @@ static int gp_cmd_rule_dump(struct sk_buff *skb, struct netlink_callback *cb)
 		return -ENOMEM;
 
 	rtnl_lock();
-	cb->seq = (gp_rules_generation() << 1) | 1;	/* never 0: 0 means "not tracked" */
+	cb->seq = gp_rule_dump_seq(net, only);
 	if (only && !cb->args[0] && !cb->args[1]) {
 		struct Qdisc *sch = gp_lookup_qdisc(net, attrs[GAPPACE_A_IFINDEX], cb->extack);
 

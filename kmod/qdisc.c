@@ -132,14 +132,14 @@ unsigned int gp_rules_live(void)
 	return atomic_read(&gp_rule_count);
 }
 
-/* Changes whenever a rule or one of our qdiscs comes or goes, on any device:
- * a rule dump resumes by position and flags itself interrupted when this
- * moved between its parts. */
-static atomic_t gp_rule_generation = ATOMIC_INIT(0);
+/* Changes whenever one of our qdiscs comes or goes, on any device (rare; rule
+ * changes move each qdisc's own generation): with those, a rule dump, which
+ * resumes by position, tells whether anything moved between its parts. */
+static atomic_t gp_qdisc_epoch_count = ATOMIC_INIT(0);
 
-u32 gp_rules_generation(void)
+u32 gp_qdisc_epoch(void)
 {
-	return atomic_read(&gp_rule_generation);
+	return atomic_read(&gp_qdisc_epoch_count);
 }
 
 struct gp_sched_data {
@@ -837,7 +837,7 @@ static int gp_init(struct Qdisc *sch, struct nlattr *opt, struct netlink_ext_ack
 	err = gp_change(sch, opt, extack);
 	if (err)
 		return err;
-	atomic_inc(&gp_rule_generation);	/* a device joins the rule dump */
+	atomic_inc(&gp_qdisc_epoch_count);	/* a device joins the rule dump */
 	return 0;
 }
 
@@ -876,7 +876,7 @@ static void gp_destroy(struct Qdisc *sch)
 	struct gp_rule *rule, *tmp;
 
 	qdisc_watchdog_cancel(&q->watchdog);
-	atomic_inc(&gp_rule_generation);
+	atomic_inc(&gp_qdisc_epoch_count);
 	/* init may have failed before the list existed */
 	if (q->rules.next) {
 		list_for_each_entry_safe(rule, tmp, &q->rules, list) {
@@ -1103,7 +1103,6 @@ int gp_rule_set(struct Qdisc *sch, const struct gp_rule_request *req, bool creat
 	gp_lens_add(q, &req->prefix);
 	q->n_rules++;
 	q->generation++;
-	atomic_inc(&gp_rule_generation);
 	fresh_rule = NULL;
 unlock:
 	sch_tree_unlock(sch);
@@ -1122,7 +1121,6 @@ static void gp_rule_remove(struct gp_sched_data *q, struct gp_rule *rule)
 	gp_flow_put(q, rule->flow);
 	q->n_rules--;
 	q->generation++;
-	atomic_inc(&gp_rule_generation);
 	kfree(rule);
 	atomic_dec(&gp_rule_count);
 }
@@ -1170,6 +1168,13 @@ static u64 gp_rate_since(u64 wire_bytes, u64 first_start, u64 end, u64 link)
 	if (wire_bytes > span)	/* cannot happen on a consistent clock; never overflow */
 		return link;
 	return gp_achieved_rate(wire_bytes, span, link);
+}
+
+u32 gp_rules_generation(struct Qdisc *sch)
+{
+	struct gp_sched_data *q = qdisc_priv(sch);
+
+	return READ_ONCE(q->generation);
 }
 
 unsigned int gp_rules_snapshot(struct Qdisc *sch, unsigned int first, struct gp_rule_info *out,

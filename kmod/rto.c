@@ -219,6 +219,17 @@ static struct sock *gp_lookup_established_dif(struct net *net, const struct gp_r
 #endif
 }
 
+/* @sk if it is established, else NULL with its reference dropped: the lookup
+ * also finds timewait and request sockets of the tuple. */
+static struct sock *gp_established_only(struct sock *sk)
+{
+	if (sk && sk->sk_state != TCP_ESTABLISHED) {
+		sock_gen_put(sk);
+		return NULL;
+	}
+	return sk;
+}
+
 /* An established TCP socket by tuple in @net, referenced, or NULL. */
 static struct sock *gp_lookup_tuple(struct net *net, const struct gp_rto_tuple *t)
 {
@@ -233,19 +244,15 @@ static struct sock *gp_lookup_tuple(struct net *net, const struct gp_rto_tuple *
 	 * is asked in turn: one hash lookup per device, where a walk of the
 	 * whole established hash would take each bucket's lock. */
 	rcu_read_lock();
-	sk = gp_lookup_established_dif(net, t, 0);
+	sk = gp_established_only(gp_lookup_established_dif(net, t, 0));
 	if (!sk) {
 		for_each_netdev_rcu(net, dev) {
-			sk = gp_lookup_established_dif(net, t, dev->ifindex);
+			sk = gp_established_only(gp_lookup_established_dif(net, t, dev->ifindex));
 			if (sk)
 				break;
 		}
 	}
 	rcu_read_unlock();
-	if (sk && sk->sk_state != TCP_ESTABLISHED) {
-		sock_gen_put(sk);	/* also a timewait socket */
-		return NULL;
-	}
 	return sk;
 }
 

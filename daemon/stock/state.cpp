@@ -192,6 +192,15 @@ Expected<void> make_directories(const std::string &directory)
 	return {};
 }
 
+} // namespace
+
+Expected<void> make_parent_directories(const std::string &path)
+{
+	return make_directories(directory_of(path));
+}
+
+namespace {
+
 Expected<void> write_all(int fd, const std::string &text, const std::string &path)
 {
 	size_t written = 0;

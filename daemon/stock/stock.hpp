@@ -213,6 +213,9 @@ private:
 	std::chrono::steady_clock::time_point dirty_since_{};
 };
 
+// mkdir -p of the directory of `path`, each new directory 0755 (less the umask).
+Expected<void> make_parent_directories(const std::string &path);
+
 // Writes `state` to `path` atomically (temporary file in the same directory, fsync, rename).
 Expected<void> write_state_file(const std::string &path, const StockState &state, bool create_directory = true);
 
@@ -406,9 +409,13 @@ Expected<size_t> purge_shapers();
 // without it (before 6.0) need nothing.
 class TsoSizing {
 public:
+	// A record in the store (kept by StateStore::adopt: a predecessor's change that the
+	// restore could not put back) makes it engaged with that original, so the next
+	// release() tries again.
 	explicit TsoSizing(StateStore &store, std::string sysctl_path = kSysctlPath)
-		: store_(store), path_(std::move(sysctl_path))
+		: store_(store), path_(std::move(sysctl_path)), original_(store.state().original_tso_rtt_log)
 	{
+		engaged_ = original_.has_value();
 	}
 	static constexpr const char *kSysctlPath = "/proc/sys/net/ipv4/tcp_tso_rtt_log";
 	// Sets tcp_tso_rtt_log to 0, recording the value before (idempotent).

@@ -82,11 +82,12 @@ Expected<void> TsoSizing::release()
 {
 	if (!engaged_)
 		return {};
-	if (original_) {
-		if (auto put_back = put_back_tso_rtt_log(path_, *original_); !put_back)
-			return put_back.error(); // still engaged: the next release tries again
-		original_.reset();
-	}
+	engaged_ = original_.has_value();
+	if (!original_)
+		return {};	// nothing was changed, nothing recorded
+	if (auto put_back = put_back_tso_rtt_log(path_, *original_); !put_back)
+		return put_back.error(); // still engaged: the next release tries again
+	original_.reset();
 	engaged_ = false;
 	return store_.erase_tso_rtt_log();
 }

@@ -7,8 +7,8 @@
 #include <cstring>
 #include <limits>
 #include <new>
-#include <stdexcept>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -102,14 +102,22 @@ bool record_addr(const RankRecord &rec, uint32_t i, uint8_t out[16])
 	return true;
 }
 
-bool record_has_addr(const RankRecord &rec, const uint8_t addr[16])
+using Addr = std::array<uint8_t, 16>;
+
+// The addresses a rank is reached at, for routing: its interface addresses and its sockets'
+// local addresses, IPv4-mapped (with repeats; callers do not mind).
+template <class F> void for_each_route_addr(const RankRecord &rec, F &&f)
 {
-	const uint32_t n = std::min<uint32_t>(rec.n_addrs, kMaxPublishedAddrs);
-	uint8_t mapped[16];
-	for (uint32_t i = 0; i < n; i++)
-		if (record_addr(rec, i, mapped) && std::memcmp(mapped, addr, 16) == 0)
-			return true;
-	return false;
+	Addr addr;
+	const uint32_t n_addrs = std::min<uint32_t>(rec.n_addrs, kMaxPublishedAddrs);
+	for (uint32_t i = 0; i < n_addrs; i++)
+		if (record_addr(rec, i, addr.data()))
+			f(addr);
+	const uint32_t n_socket = std::min<uint32_t>(rec.n_socket_addrs, kMaxSocketAddrs);
+	for (uint32_t i = 0; i < n_socket; i++) {
+		std::memcpy(addr.data(), rec.socket_addrs[i], 16);
+		f(addr);
+	}
 }
 
 } // namespace
@@ -200,7 +208,7 @@ SocketScan scan_tcp_sockets(size_t max_sockets)
 	return scan;
 }
 
-uint64_t compute_host_key()
+uint64_t compute_netns_key()
 {
 	uint64_t hash = 0xcbf29ce484222325ULL;
 	char boot_id[64] = {};
@@ -215,20 +223,40 @@ uint64_t compute_host_key()
 		hash = fnv1a(hash, &netns.st_dev, sizeof(netns.st_dev));
 		hash = fnv1a(hash, &netns.st_ino, sizeof(netns.st_ino));
 	}
+	return hash;
+}
+
+uint64_t compute_host_key()
+{
+	uint64_t hash = compute_netns_key();
 	utsname uts{};
 	if (uname(&uts) == 0)
 		hash = fnv1a(hash, uts.nodename, std::strlen(uts.nodename));
 	return hash;
 }
 
-RankRecord make_rank_record(uint64_t host_key, std::span<const ListenEndpoint> listeners)
+RankRecord make_rank_record(uint64_t host_key, uint64_t netns_key,
+			    std::span<const ListenEndpoint> listeners,
+			    std::span<const LocalSocket> connected)
 {
 	RankRecord record{};
 	record.host_key = host_key;
+	record.netns_key = netns_key;
 	for (const ListenEndpoint &l : listeners) {
 		if (record.n_listeners >= static_cast<uint32_t>(kMaxPublishedListeners))
 			break;
 		record.listeners[record.n_listeners++] = l;
+	}
+	for (const LocalSocket &sock : connected) {
+		if (record.n_socket_addrs >= static_cast<uint32_t>(kMaxSocketAddrs))
+			break;
+		if (is_loopback(sock.wire.local_addr))
+			continue;
+		bool known = false;
+		for (uint32_t i = 0; i < record.n_socket_addrs && !known; i++)
+			known = std::memcmp(record.socket_addrs[i], sock.wire.local_addr, 16) == 0;
+		if (!known)
+			std::memcpy(record.socket_addrs[record.n_socket_addrs++], sock.wire.local_addr, 16);
 	}
 	ifaddrs *list = nullptr;
 	if (getifaddrs(&list) != 0)
@@ -289,23 +317,44 @@ void EndpointExchange::route(std::span<const RankRecord> records)
 	}
 	try {
 		const RankRecord &me = records[my_rank_];
+		// An address several hosts claim (a container bridge's default, say) names no one
+		// host: it routes nothing.
+		std::unordered_map<Addr, uint64_t, BytesHash> addr_host;
+		std::unordered_set<Addr, BytesHash> ambiguous;
+		std::unordered_map<uint64_t, uint64_t> ranks_per_host;
+		for (const RankRecord &rec : records) {
+			ranks_per_host[rec.host_key]++;
+			for_each_route_addr(rec, [&](const Addr &addr) {
+				const auto [it, fresh] = addr_host.emplace(addr, rec.host_key);
+				if (!fresh && it->second != rec.host_key)
+					ambiguous.insert(addr);
+			});
+		}
+		const auto n = static_cast<uint64_t>(n_ranks_);
+		all_pairs_ = n * (n - 1) / 2;
+		same_host_pairs_ = 0;
+		for (const auto &[host, count] : ranks_per_host)
+			same_host_pairs_ += count * (count - 1) / 2;
+
 		// Who listens where: (address, port) for every published listener (a wildcard
-		// one under each address of its rank), and by port alone for the wildcard
-		// listeners of this host, which loopback reaches.
+		// one under each address its rank is reached at), and by port alone for the
+		// wildcard listeners of this network namespace, which loopback reaches.
 		std::unordered_map<AddrPort, std::vector<int>, BytesHash> listener_owners;
 		std::unordered_map<uint16_t, std::vector<int>> local_wildcard_owners;
-		std::unordered_map<std::array<uint8_t, 16>, std::vector<int>, BytesHash> addr_owners;
-		std::vector<int> my_host_ranks;
+		std::unordered_map<Addr, std::vector<int>, BytesHash> addr_owners;
+		std::vector<int> my_netns_ranks;
 		for (int q = 0; q < n_ranks_; q++) {
 			const RankRecord &rec = records[q];
-			const bool my_host = rec.host_key == me.host_key;
-			if (my_host && q != my_rank_)
-				my_host_ranks.push_back(q);
-			const uint32_t n_addrs = std::min<uint32_t>(rec.n_addrs, kMaxPublishedAddrs);
-			std::array<uint8_t, 16> addr;
-			for (uint32_t i = 0; i < n_addrs; i++)
-				if (record_addr(rec, i, addr.data()))
-					addr_owners[addr].push_back(q);
+			const bool my_netns = rec.netns_key == me.netns_key;
+			if (my_netns && q != my_rank_)
+				my_netns_ranks.push_back(q);
+			for_each_route_addr(rec, [&](const Addr &addr) {
+				if (ambiguous.count(addr))
+					return;
+				std::vector<int> &owners = addr_owners[addr];
+				if (owners.empty() || owners.back() != q)	// an address listed twice
+					owners.push_back(q);
+			});
 			const uint32_t n_listeners =
 				std::min<uint32_t>(rec.n_listeners, kMaxPublishedListeners);
 			for (uint32_t j = 0; j < n_listeners; j++) {
@@ -314,11 +363,15 @@ void EndpointExchange::route(std::span<const RankRecord> records)
 					listener_owners[addr_port(l.addr, l.port)].push_back(q);
 					continue;
 				}
-				if (my_host)
+				if (my_netns)
 					local_wildcard_owners[l.port].push_back(q);
-				for (uint32_t i = 0; i < n_addrs; i++)
-					if (record_addr(rec, i, addr.data()))
-						listener_owners[addr_port(addr.data(), l.port)].push_back(q);
+				for_each_route_addr(rec, [&](const Addr &addr) {
+					if (ambiguous.count(addr))
+						return;
+					std::vector<int> &owners = listener_owners[addr_port(addr.data(), l.port)];
+					if (owners.empty() || owners.back() != q)
+						owners.push_back(q);
+				});
 			}
 		}
 		const auto reaches_me = [&](const ListenEndpoint &l, const WireEndpoint &w) {
@@ -326,7 +379,14 @@ void EndpointExchange::route(std::span<const RankRecord> records)
 				return false;
 			if (!l.wildcard)
 				return std::memcmp(l.addr, w.local_addr, 16) == 0;
-			return is_loopback(w.local_addr) || record_has_addr(me, w.local_addr);
+			if (is_loopback(w.local_addr))
+				return true;
+			Addr local;
+			std::memcpy(local.data(), w.local_addr, 16);
+			bool reached = false;
+			if (!ambiguous.count(local))
+				for_each_route_addr(me, [&](const Addr &addr) { reached = reached || addr == local; });
+			return reached;
 		};
 
 		std::vector<std::pair<int, uint32_t>> sends;	// (destination, socket)
@@ -346,7 +406,7 @@ void EndpointExchange::route(std::span<const RankRecord> records)
 			if (const auto it = listener_owners.find(addr_port(w.remote_addr, w.remote_port));
 			    it != listener_owners.end())
 				for (const int q : it->second)
-					if (!loopback || records[q].host_key == me.host_key)
+					if (!loopback || records[q].netns_key == me.netns_key)
 						candidates.push_back(q);
 			if (loopback)
 				if (const auto it = local_wildcard_owners.find(w.remote_port);
@@ -356,9 +416,9 @@ void EndpointExchange::route(std::span<const RankRecord> records)
 			// Rule 3: every rank of the host with the remote address.
 			if (candidates.empty()) {
 				if (loopback) {
-					candidates = my_host_ranks;
+					candidates = my_netns_ranks;
 				} else {
-					std::array<uint8_t, 16> addr;
+					Addr addr;
 					std::memcpy(addr.data(), w.remote_addr, 16);
 					if (const auto it = addr_owners.find(addr); it != addr_owners.end())
 						candidates = it->second;
@@ -394,25 +454,34 @@ void EndpointExchange::route(std::span<const RankRecord> records)
 	}
 }
 
-void EndpointExchange::expect(std::span<const int> recv_counts)
+bool EndpointExchange::expect(std::span<const int> recv_counts) noexcept
 {
 	// The counts come from the other ranks' routes; this rank must receive exactly them,
-	// so a failure here cannot be turned into zero counts: it throws to the caller.
-	if (recv_counts.size() != static_cast<size_t>(n_ranks_))
-		throw std::invalid_argument("receive counts of the wrong length");
+	// so a failure here cannot be turned into zero counts.
+	if (recv_counts.size() != static_cast<size_t>(n_ranks_)) {
+		failed_ = true;
+		return false;
+	}
 	int64_t total = 0;
 	for (int q = 0; q < n_ranks_; q++) {
-		if (recv_counts[q] < 0 || (q == my_rank_ && recv_counts[q] != 0))
-			throw std::invalid_argument("impossible receive count");
-		recv_counts_[q] = recv_counts[q];
-		recv_displs_[q] = static_cast<int>(total);
 		total += recv_counts[q];
-		if (total > std::numeric_limits<int>::max())
-			throw std::length_error("too many endpoints to receive");
+		if (recv_counts[q] < 0 || (q == my_rank_ && recv_counts[q] != 0) ||
+		    total > std::numeric_limits<int>::max()) {
+			failed_ = true;
+			return false;
+		}
+		recv_counts_[q] = recv_counts[q];
+		recv_displs_[q] = static_cast<int>(total - recv_counts[q]);
 	}
-	received_.assign(static_cast<size_t>(total), WireEndpoint{});
-	answers_out_.assign(static_cast<size_t>(total), 0);
-	answers_in_.assign(sent_.size(), 0);
+	try {
+		received_.assign(static_cast<size_t>(total), WireEndpoint{});
+		answers_out_.assign(static_cast<size_t>(total), 0);
+		answers_in_.assign(sent_.size(), 0);
+	} catch (const std::bad_alloc &) {
+		failed_ = true;
+		return false;
+	}
+	return true;
 }
 
 void EndpointExchange::answer()
@@ -480,25 +549,21 @@ ExchangeSums EndpointExchange::confirm()
 	return sums;
 }
 
+bool EndpointExchange::any_unmapped(const ExchangeSums &sums) const noexcept
+{
+	// Pairs that should be joined: all of them when local traffic uses TCP, else only
+	// pairs across hosts (route() counted both, per host: O(ranks), not O(ranks^2)).
+	const uint64_t wanted = sums.local_mapped > 0 ? all_pairs_ : all_pairs_ - same_host_pairs_;
+	return matched_pairs(sums) < wanted;
+}
+
 bool EndpointExchange::table(const ExchangeSums &sums, PeerTable &table) const
 {
 	table = PeerTable{};
 	if (sums.failed > 0 || failed_)
 		return false;
-	table.matched_pairs = sums.mapped_ranks / 2;
-
-	// Pairs that should be joined: all of them when local traffic uses TCP, else only
-	// pairs across hosts. Counting per host keeps this O(ranks) rather than O(ranks^2).
-	std::unordered_map<uint64_t, uint64_t> ranks_per_host;
-	for (const RankRecord &rec : records_)
-		ranks_per_host[rec.host_key]++;
-	const auto n = static_cast<uint64_t>(n_ranks_);
-	uint64_t wanted = n * (n - 1) / 2;
-	if (sums.local_mapped == 0) {
-		for (const auto &[host, count] : ranks_per_host)
-			wanted -= count * (count - 1) / 2;
-	}
-	table.any_unmapped = table.matched_pairs < wanted;
+	table.matched_pairs = matched_pairs(sums);
+	table.any_unmapped = any_unmapped(sums);
 
 	// This rank's own peers: its mapped sockets, in rank order.
 	std::vector<bool> mapped(n_ranks_, false);

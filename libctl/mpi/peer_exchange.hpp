@@ -6,22 +6,25 @@
 //
 // The ranks do not publish their sockets to everyone (that is O(ranks^2) memory on every
 // rank: 160 MB per rank after an all-to-all of 2048 ranks). Each rank publishes only a
-// fixed record (host, interface addresses, listening endpoints) with one PMPI_Allgather,
-// then sends each socket to the ranks that can own its other end:
+// fixed record (host, interface addresses, its sockets' local addresses, listening
+// endpoints) with one PMPI_Allgather, then sends each socket to the ranks that can own its
+// other end:
 //
 //   1. a socket whose local end is one of this rank's published listening endpoints was
 //      accepted here: its connector sends it to us, so it is not sent;
 //   2. a socket whose remote end is some rank's published listening endpoint goes to that
 //      rank (normally exactly one);
 //   3. any other socket goes to every rank of the host that owns its remote address (for a
-//      loopback address, this rank's own host), so unpublished listeners, addresses or
-//      transports that never listen still match, at a cost of ranks-per-host copies.
+//      loopback address, the ranks of this network namespace), so unpublished listeners,
+//      addresses or transports that never listen still match, at a cost of ranks-per-host
+//      copies.
 //
-// A receiver answers each endpoint with one byte: 1 when it holds the reverse socket (and
-// maps it to the sender), else 0; the sender maps its socket to a receiver that said 1.
-// Traffic and memory are O(sockets + ranks) per rank. This file is the MPI-independent part
-// (scanning, routing, matching); the shim moves the data with PMPI_Allgather,
-// PMPI_Alltoall, two PMPI_Alltoallv and one PMPI_Allreduce, in that order on every rank.
+// An address that ranks of several hosts publish routes nothing. A receiver answers each
+// endpoint with one byte: 1 when it holds the reverse socket (and maps it to the sender),
+// else 0; the sender maps its socket to a receiver that said 1. Traffic and memory are
+// O(sockets + ranks) per rank. This file is the MPI-independent part (scanning, routing,
+// matching); the shim moves the data with PMPI_Allgather, PMPI_Alltoall, PMPI_Allreduce,
+// two PMPI_Alltoallv and PMPI_Allreduce, in that order on every rank (libctl/mpi/README.md).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -70,17 +73,26 @@ inline constexpr int kMaxPublishedListeners = 8;
 // A sane bound on the connected sockets one rank scans; a rank with more maps the first ones.
 inline constexpr size_t kMaxSocketsPerRank = 65536;
 
+inline constexpr int kMaxSocketAddrs = 8;
+
 // The fixed-size record every rank publishes with one PMPI_Allgather.
 struct RankRecord {
 	uint64_t host_key;	// equal for processes that share a kernel and a network namespace
+	uint64_t netns_key;	// the same without the host name: whom loopback reaches
 	uint32_t n_addrs;	// used entries of addrs
 	uint32_t n_listeners;	// used entries of listeners
-	uint8_t addr_family[kMaxPublishedAddrs]; // 4 or 6
+	uint32_t n_socket_addrs; // used entries of socket_addrs
 	uint32_t reserved;
+	uint8_t addr_family[kMaxPublishedAddrs]; // 4 or 6
+	uint32_t reserved2;
 	uint8_t addrs[kMaxPublishedAddrs][16];	// the rank's interface addresses (address form)
+	// The distinct non-loopback local addresses of the rank's connected sockets, IPv4-mapped:
+	// the addresses its peers really reach it at (one a host's first interface addresses may
+	// not include), for routing only.
+	uint8_t socket_addrs[kMaxSocketAddrs][16];
 	ListenEndpoint listeners[kMaxPublishedListeners];
 };
-static_assert(sizeof(RankRecord) == 248);
+static_assert(sizeof(RankRecord) == 392);
 
 // What one scan of /proc/self/fd found.
 struct SocketScan {
@@ -98,14 +110,20 @@ ListenEndpoint make_listen_endpoint(int family, const void *addr, uint16_t port)
 // The TCP sockets of this process: connected ones (at most max_sockets) and listeners.
 SocketScan scan_tcp_sockets(size_t max_sockets);
 
-// Identity of "the same host" for the address-form fallback: boot id, network namespace
-// and host name. Processes in different network namespaces of one machine count as
-// different hosts, since their traffic crosses a device.
+// Identity of the network namespace: boot id and the namespace's inode. Processes with equal
+// keys reach each other over loopback.
+uint64_t compute_netns_key();
+// Identity of "the same host" for the address-form fallback: the netns key and the host
+// name. Processes in different network namespaces of one machine count as different hosts,
+// since their traffic crosses a device.
 uint64_t compute_host_key();
 
-// This process's record: host key, up to kMaxPublishedAddrs non-loopback interface
-// addresses (IPv4 first, then global IPv6) and up to kMaxPublishedListeners listeners.
-RankRecord make_rank_record(uint64_t host_key, std::span<const ListenEndpoint> listeners);
+// This process's record: its keys, up to kMaxPublishedAddrs non-loopback interface
+// addresses (IPv4 first, then global IPv6), up to kMaxPublishedListeners listeners, and up
+// to kMaxSocketAddrs distinct local addresses of its connected sockets.
+RankRecord make_rank_record(uint64_t host_key, uint64_t netns_key,
+			    std::span<const ListenEndpoint> listeners,
+			    std::span<const LocalSocket> connected);
 
 struct PeerTable {
 	// This rank's peers for gapctl_phase: one tuple-form entry per socket mapped to a rank,
@@ -149,8 +167,11 @@ public:
 	std::span<const int> send_displs() const { return send_displs_; }
 	std::span<const WireEndpoint> sent() const { return sent_; }
 
-	// After PMPI_Alltoall of the counts: sizes the receive side of PMPI_Alltoallv.
-	void expect(std::span<const int> recv_counts);
+	// After PMPI_Alltoall of the counts: sizes the receive side of PMPI_Alltoallv. False when
+	// that fails (memory, impossible counts): this rank cannot receive what the others send,
+	// so the shim asks every rank (PMPI_Allreduce) before the PMPI_Alltoallv and all of them
+	// give the exchange up alike.
+	bool expect(std::span<const int> recv_counts) noexcept;
 	std::span<const int> recv_counts() const { return recv_counts_; }
 	std::span<const int> recv_displs() const { return recv_displs_; }
 	std::span<WireEndpoint> received() { return received_; }
@@ -166,8 +187,15 @@ public:
 	// this rank's contribution to the PMPI_Allreduce.
 	ExchangeSums confirm();
 
+	// After PMPI_Allreduce: whether some rank pair that should talk over TCP is still
+	// unmatched. Reads only the sums and counts route() made, allocates nothing, so every
+	// rank computes it and the same answer (the rescan decision hangs on it).
+	bool any_unmapped(const ExchangeSums &sums) const noexcept;
+	uint64_t matched_pairs(const ExchangeSums &sums) const noexcept { return sums.mapped_ranks / 2; }
+
 	// After PMPI_Allreduce: this rank's peer table. False (and an empty table) when any
-	// rank failed; every rank sees the same sums, so every rank returns the same.
+	// rank failed; every rank sees the same sums, so every rank returns the same. May throw
+	// (allocation): only this rank's table is lost then.
 	bool table(const ExchangeSums &sums, PeerTable &table) const;
 
 	// Gives this rank's part up (a failed scan): it still takes part, sending nothing, and
@@ -190,6 +218,8 @@ private:
 	std::vector<int> send_counts_, send_displs_, recv_counts_, recv_displs_;
 	std::vector<WireEndpoint> received_;
 	std::vector<uint8_t> answers_out_, answers_in_;
+	uint64_t all_pairs_ = 0;	// rank pairs of the communicator
+	uint64_t same_host_pairs_ = 0;	// of which on one host
 };
 
 // "10.0.0.1:5000>10.0.0.2:6000" for logs.

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -39,6 +40,7 @@ bool g_started = false;
 bool g_thread_multiple = false;
 int g_world_rank = -1;
 uint64_t g_host_key = 0;
+uint64_t g_netns_key = 0;
 int g_keyval = MPI_KEYVAL_INVALID;
 MPI_Datatype g_endpoint_type = MPI_DATATYPE_NULL;
 std::atomic<uint64_t> g_phase_counter{0};
@@ -319,12 +321,17 @@ void log_exchange(const CommState &cs, const PeerTable &table, const EndpointExc
 }
 
 // Maps this rank's sockets to ranks of cs.comm (peer_exchange.hpp): PMPI_Allgather of the
-// fixed records, PMPI_Alltoall of the endpoint counts, PMPI_Alltoallv of the endpoints,
-// PMPI_Alltoallv of the answers, PMPI_Allreduce of the sums. Every rank makes all five calls
-// unless MPI itself fails or memory runs out for what the others send it; a rank whose own
-// part failed sends nothing and makes every rank drop this exchange alike.
+// fixed records, PMPI_Alltoall of the endpoint counts, PMPI_Allreduce of "ready to receive",
+// PMPI_Alltoallv of the endpoints, PMPI_Alltoallv of the answers, PMPI_Allreduce of the sums.
+// A rank whose own part fails (its scan, its routing, its receive buffer) still makes the
+// calls the others make, and every rank drops that exchange alike. Not covered: memory
+// running out before the first call (the records' buffer), which leaves this rank out while
+// the others wait for it, as MPI's own collectives would.
 void exchange(CommState &cs) noexcept
 {
+	ExchangeSums sums;
+	std::optional<EndpointExchange> ex;
+	std::vector<RankRecord> records;
 	try {
 		SocketScan scan;
 		bool scan_failed = false;
@@ -334,24 +341,31 @@ void exchange(CommState &cs) noexcept
 			scan = SocketScan{};
 			scan_failed = true;
 		}
-		const RankRecord mine = make_rank_record(g_host_key, scan.listeners);
-		std::vector<RankRecord> records(cs.size);
+		const RankRecord mine = make_rank_record(g_host_key, g_netns_key, scan.listeners,
+							 scan.connected);
+		records.resize(cs.size);
 		std::vector<int> recv_counts(cs.size);
-		EndpointExchange ex(cs.rank, cs.size, std::move(scan.connected));
+		ex.emplace(cs.rank, cs.size, std::move(scan.connected));
 		if (scan_failed)
-			ex.abandon();
+			ex->abandon();
 		if (PMPI_Allgather(&mine, sizeof(mine), MPI_BYTE, records.data(), sizeof(mine),
 				   MPI_BYTE, cs.comm) != MPI_SUCCESS) {
 			cs.exchange_broken = true;
 			return;
 		}
-		ex.route(records);
-		if (PMPI_Alltoall(ex.send_counts().data(), 1, MPI_INT, recv_counts.data(), 1,
+		ex->route(records);
+		if (PMPI_Alltoall(ex->send_counts().data(), 1, MPI_INT, recv_counts.data(), 1,
 				  MPI_INT, cs.comm) != MPI_SUCCESS) {
 			cs.exchange_broken = true;
 			return;
 		}
-		ex.expect(recv_counts);
+		const int unready = ex->expect(recv_counts) ? 0 : 1;
+		int any_unready = 0;
+		if (PMPI_Allreduce(&unready, &any_unready, 1, MPI_INT, MPI_MAX, cs.comm) != MPI_SUCCESS ||
+		    any_unready) {
+			cs.exchange_broken = true;	// every rank saw the same maximum
+			return;
+		}
 		// Zero-length buffers still get a valid address: some MPIs check it.
 		WireEndpoint dummy_endpoint{};
 		uint8_t dummy_answer = 0;
@@ -361,43 +375,52 @@ void exchange(CommState &cs) noexcept
 		const auto answers_or_dummy = [&](auto span) {
 			return span.empty() ? &dummy_answer : span.data();
 		};
-		if (PMPI_Alltoallv(endpoints_or_dummy(ex.sent()), ex.send_counts().data(),
-				   ex.send_displs().data(), g_endpoint_type,
-				   endpoints_or_dummy(ex.received()), ex.recv_counts().data(),
-				   ex.recv_displs().data(), g_endpoint_type, cs.comm) != MPI_SUCCESS) {
+		if (PMPI_Alltoallv(endpoints_or_dummy(ex->sent()), ex->send_counts().data(),
+				   ex->send_displs().data(), g_endpoint_type,
+				   endpoints_or_dummy(ex->received()), ex->recv_counts().data(),
+				   ex->recv_displs().data(), g_endpoint_type, cs.comm) != MPI_SUCCESS) {
 			cs.exchange_broken = true;
 			return;
 		}
-		ex.answer();
-		if (PMPI_Alltoallv(answers_or_dummy(ex.answers_out()), ex.recv_counts().data(),
-				   ex.recv_displs().data(), MPI_BYTE, answers_or_dummy(ex.answers_in()),
-				   ex.send_counts().data(), ex.send_displs().data(), MPI_BYTE,
+		ex->answer();
+		if (PMPI_Alltoallv(answers_or_dummy(ex->answers_out()), ex->recv_counts().data(),
+				   ex->recv_displs().data(), MPI_BYTE, answers_or_dummy(ex->answers_in()),
+				   ex->send_counts().data(), ex->send_displs().data(), MPI_BYTE,
 				   cs.comm) != MPI_SUCCESS) {
 			cs.exchange_broken = true;
 			return;
 		}
-		const ExchangeSums local = ex.confirm();
-		ExchangeSums sums;
+		const ExchangeSums local = ex->confirm();
 		if (PMPI_Allreduce(&local, &sums, kExchangeSumsCount, MPI_UINT64_T, MPI_SUM,
 				   cs.comm) != MPI_SUCCESS) {
 			cs.exchange_broken = true;
 			return;
 		}
-		auto table = std::make_unique<PeerTable>();
-		if (!ex.table(sums, *table)) {
-			cs.exchange_broken = true;	// every rank saw the same sums
-			return;
-		}
-		if (cs.exchanges++ > 0)
-			cs.rescans++;
-		cs.any_unmapped = table->any_unmapped;
-		g_exchanges.fetch_add(1, std::memory_order_relaxed);
-		if (g_config.log)
-			log_exchange(cs, *table, ex);
-		cs.peers.store(table.get(), std::memory_order_release);
-		cs.tables.push_back(std::move(table));
 	} catch (...) {
 		cs.exchange_broken = true;
+		return;
+	}
+	if (sums.failed > 0) {
+		cs.exchange_broken = true;	// every rank saw the same sums
+		return;
+	}
+	// The rescan decision, from the sums alone and without allocating: the same on every
+	// rank whatever happens below.
+	if (cs.exchanges++ > 0)
+		cs.rescans++;
+	cs.any_unmapped = ex->any_unmapped(sums);
+	g_exchanges.fetch_add(1, std::memory_order_relaxed);
+	try {
+		auto table = std::make_unique<PeerTable>();
+		if (!ex->table(sums, *table))
+			return;
+		if (g_config.log)
+			log_exchange(cs, *table, *ex);
+		cs.tables.push_back(nullptr);	// the slot first: publishing cannot fail after it
+		cs.peers.store(table.get(), std::memory_order_release);
+		cs.tables.back() = std::move(table);
+	} catch (...) {
+		// Only this rank's new table is lost: it keeps naming peers as before.
 	}
 }
 
@@ -463,6 +486,7 @@ void shim_start() noexcept
 		g_thread_multiple = level == MPI_THREAD_MULTIPLE;
 	PMPI_Comm_rank(MPI_COMM_WORLD, &g_world_rank);
 	g_host_key = compute_host_key();
+	g_netns_key = compute_netns_key();
 	if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, comm_attr_deleted, &g_keyval,
 				    nullptr) != MPI_SUCCESS)
 		g_keyval = MPI_KEYVAL_INVALID;

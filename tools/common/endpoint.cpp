@@ -117,14 +117,14 @@ Expected<Endpoint> parse_endpoint(std::string_view written)
 	return unmapped(endpoint);
 }
 
-Expected<Endpoint> parse_host_address(std::string_view written)
+Expected<Endpoint> parse_host_address(std::string_view text)
 {
 	constexpr std::string_view what = "peer address";
-	auto zoneless = without_zone(what, written);
-	if (!zoneless)
-		return zoneless.error();
-	const std::string_view text = *zoneless;
-	const auto bad = [&](std::string_view why) { return invalid(what, written, why); };
+	const auto bad = [&](std::string_view why) { return invalid(what, text, why); };
+	// A peer address names every connection to it; dropping a zone would widen that to
+	// every link, so none is taken.
+	if (text.find('%') != std::string_view::npos)
+		return bad("zone indexes (%IFACE) are not supported for a peer address");
 	std::string_view address = text;
 	const bool bracketed = text.size() >= 2 && text.front() == '[' && text.back() == ']';
 	if (bracketed)

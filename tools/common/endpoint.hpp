@@ -28,8 +28,9 @@ struct Endpoint {
 // IPv4-mapped IPv6 address ("[::ffff:10.0.0.1]:22", a dual-stack socket's IPv4 connection)
 // becomes IPv4.
 Expected<Endpoint> parse_endpoint(std::string_view text);
-// An address without a port: "10.0.0.2", "fd00::1" or "[fd00::1]", with a zone index as
-// above. port is 0; mapped addresses become IPv4 as above.
+// An address without a port: "10.0.0.2", "fd00::1" or "[fd00::1]"; no zone index (it would
+// not narrow "every connection to this peer" to one link). port is 0; mapped addresses
+// become IPv4 as above.
 Expected<Endpoint> parse_host_address(std::string_view text);
 // An IPv4-mapped IPv6 endpoint (::ffff:a.b.c.d, a dual-stack socket's IPv4 connection) as the
 // IPv4 endpoint the kernel files it under; any other endpoint as it is.

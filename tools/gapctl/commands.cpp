@@ -9,7 +9,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include "hold.hpp"
 #include "units.hpp"
@@ -287,9 +289,12 @@ int run_gappace_query(const Invocation &invocation, std::string_view what, Reque
 		      NetlinkSocket &socket, Decoder decode)
 {
 	// A dump that rules or qdiscs changed under (NLM_F_DUMP_INTR, EINTR here) may have
-	// skipped or repeated entries: it is taken again from the start, a few times.
-	constexpr int kAttempts = 5;
+	// skipped or repeated entries: it is taken again from the start, a few times, the
+	// pauses growing (a daemon changing rules every phase leaves gaps between phases).
+	constexpr int kAttempts = 8;
 	for (int attempt = 1;; attempt++) {
+		if (attempt > 1)
+			std::this_thread::sleep_for(std::chrono::milliseconds(1 << attempt));
 		Report report = make_report(invocation);
 		auto done = socket.transact(request, [&](const nlmsghdr *nlh) -> Expected<void> {
 			auto decoded = decode(nlh);

@@ -543,6 +543,29 @@ TEST_F(TsoSizingTest, SetsZeroRecordsTheValueBeforeAndPutsItBack)
 	EXPECT_EQ(sysctl_text(), "9\n");
 }
 
+// A predecessor's record that the restore could not undo (StateStore::adopt kept it): the
+// new daemon's TsoSizing starts engaged with it, so its release puts the value back, and a
+// phase that engages meanwhile neither loses the record nor records its own 0.
+TEST_F(TsoSizingTest, AnAdoptedRecordIsPutBackByTheNextRelease)
+{
+	const std::string path = dir_.path() + "/adopted.json";
+	StockState left;
+	left.netns_inode = *current_netns_inode();
+	left.original_tso_rtt_log = 9;
+	ASSERT_TRUE(write_state_file(path, left));
+	std::vector<std::string> notes;
+	auto adopted = StateStore::adopt(path, notes);
+	ASSERT_TRUE(adopted) << adopted.error().message;
+	set_sysctl("0\n");	// the restore could not write it back
+	TsoSizing sizing(*adopted, sysctl_);
+	EXPECT_EQ(sizing.original(), std::optional<uint32_t>(9));
+	ASSERT_TRUE(sizing.engage());	// a phase of long messages
+	EXPECT_EQ(sizing.original(), std::optional<uint32_t>(9));
+	ASSERT_TRUE(sizing.release());
+	EXPECT_EQ(sysctl_text(), "9\n");
+	EXPECT_FALSE(adopted->state().original_tso_rtt_log);
+}
+
 TEST_F(TsoSizingTest, AValueWrittenSinceIsLeftAlone)
 {
 	set_sysctl("9\n");

@@ -53,10 +53,11 @@ struct Cluster {
 	std::vector<uint64_t> sent, received;	// per rank, from the last exchange
 	std::vector<int> abandoning;		// ranks whose part fails
 
+	// The rank's network namespace key is its host key unless netns is given.
 	void add_rank(uint64_t host, std::vector<LocalSocket> socks, const char *addr = nullptr,
-		      std::vector<ListenEndpoint> listeners = {})
+		      std::vector<ListenEndpoint> listeners = {}, uint64_t netns = 0)
 	{
-		RankRecord rec = make_rank_record(host, listeners);
+		RankRecord rec = make_rank_record(host, netns ? netns : host, listeners, socks);
 		rec.n_addrs = 0;	// the test's addresses, not this machine's
 		if (addr) {
 			const in_addr a = v4(addr);
@@ -82,7 +83,7 @@ struct Cluster {
 			std::vector<int> counts(n);
 			for (int q = 0; q < n; q++)
 				counts[q] = ex[q].send_counts()[r];
-			ex[r].expect(counts);
+			EXPECT_TRUE(ex[r].expect(counts)) << "rank " << r;
 		}
 		for (int r = 0; r < n; r++)
 			for (int q = 0; q < n; q++)
@@ -224,6 +225,14 @@ TEST(EndpointExchange, OneRankFailingDropsTheExchangeEverywhere)
 	EXPECT_TRUE(t[0].peers.empty());
 	EXPECT_EQ(c.sent[1], 0u);
 
+	// Counts this rank cannot receive: it says so (the shim then gives up on every rank).
+	EndpointExchange short_counts(0, 2, {});
+	short_counts.route(c.records);
+	EXPECT_FALSE(short_counts.expect(std::vector<int>(1, 0)));
+	EndpointExchange to_itself(0, 2, {});
+	to_itself.route(c.records);
+	EXPECT_FALSE(to_itself.expect(std::vector<int>{3, 0}));
+
 	// A rank number outside the communicator is a failed part too.
 	EndpointExchange bad(5, 2, {});
 	bad.route(c.records);
@@ -245,9 +254,10 @@ TEST(EndpointExchange, ConnectionToANonRankIsNotMapped)
 	EXPECT_EQ(t[0].address_peers, 2u);
 }
 
-// A listener bound to an address its rank does not publish (a host with more interface
-// addresses than a record holds): the connector cannot find it, so the accepting rank
-// sends its end to the connector's host, and both map the connection.
+// A listener reached at an address its rank does not publish (more interface addresses
+// than a record holds, and its sockets' addresses past kMaxSocketAddrs): the connector
+// cannot find it, so the accepting rank sends its end to the connector's host, and both
+// map the connection.
 TEST(EndpointExchange, UnpublishedListenerAddressIsFoundFromTheAcceptingSide)
 {
 	Cluster c;
@@ -256,6 +266,7 @@ TEST(EndpointExchange, UnpublishedListenerAddressIsFoundFromTheAcceptingSide)
 	c.add_rank(1, {}, "10.0.0.1", {listen4("0.0.0.0", 1025)});
 	c.add_rank(2, {tcp4("10.9.9.2", 1024, "10.0.0.1", 40000)}, "10.0.0.2",
 		   {listen4("0.0.0.0", 1024)});
+	c.records[2].n_socket_addrs = 0;
 	const std::vector<PeerTable> t = c.exchange();
 	ASSERT_EQ(t[0].tuple_peers, 1u);
 	EXPECT_EQ(t[0].peers[0].rank, 2);
@@ -264,6 +275,61 @@ TEST(EndpointExchange, UnpublishedListenerAddressIsFoundFromTheAcceptingSide)
 	EXPECT_EQ(c.sent[0], 0u);	// 10.9.9.2 is nobody's published address
 	EXPECT_EQ(c.sent[2], 2u);	// both ranks of 10.0.0.1
 	EXPECT_EQ(t[1].tuple_peers, 0u);
+}
+
+// Neither end's address among the interface addresses a record holds (hosts with more
+// interfaces than that, MPI on the last one): the addresses the ranks' sockets use are
+// published too, so the connector still finds the listener.
+TEST(EndpointExchange, SocketAddressesRouteWhereInterfaceAddressesRunOut)
+{
+	Cluster c;
+	c.add_rank(1, {tcp4("10.9.9.1", 40000, "10.9.9.2", 1024)}, "10.0.0.1",
+		   {listen4("0.0.0.0", 1024)});
+	c.add_rank(2, {tcp4("10.9.9.2", 1024, "10.9.9.1", 40000)}, "10.0.0.2",
+		   {listen4("0.0.0.0", 1024)});
+	std::vector<PeerTable> t = c.exchange();
+	ASSERT_EQ(t[0].tuple_peers, 1u);
+	EXPECT_EQ(t[0].peers[0].rank, 1);
+	ASSERT_EQ(t[1].tuple_peers, 1u);
+	EXPECT_EQ(c.sent[0], 1u);	// rule 2, by the listener under 10.9.9.2
+	EXPECT_EQ(c.sent[1], 0u);	// accepted at a published address
+
+	// Without the socket addresses nothing routes the connection.
+	for (RankRecord &rec : c.records)
+		rec.n_socket_addrs = 0;
+	t = c.exchange();
+	EXPECT_EQ(t[0].tuple_peers, 0u);
+	EXPECT_TRUE(t[0].any_unmapped);
+}
+
+// An address two hosts both have (Docker's 172.17.0.1 on every Docker host) names neither:
+// a socket to it is not offered to every rank that has it.
+TEST(EndpointExchange, AnAddressOfSeveralHostsRoutesNothing)
+{
+	Cluster c;
+	c.add_rank(1, {tcp4("172.17.0.1", 40000, "172.17.0.1", 1024)}, "172.17.0.1",
+		   {listen4("0.0.0.0", 1024)}, 77);
+	for (uint64_t host = 2; host < 6; host++)
+		c.add_rank(host, {}, "172.17.0.1", {listen4("0.0.0.0", 1024)});
+	c.exchange();
+	EXPECT_EQ(c.sent[0], 0u);
+	for (size_t r = 1; r < c.records.size(); r++)
+		EXPECT_EQ(c.received[r], 0u) << r;
+}
+
+// Ranks that share a network namespace but not a host name (separate UTS namespaces):
+// loopback reaches across, and the connection is mapped.
+TEST(EndpointExchange, LoopbackFollowsTheNetworkNamespaceNotTheHostName)
+{
+	Cluster c;
+	c.add_rank(1, {tcp4("127.0.0.1", 40000, "127.0.0.1", 1025)}, nullptr, {}, 9);
+	c.add_rank(2, {tcp4("127.0.0.1", 1025, "127.0.0.1", 40000)}, nullptr,
+		   {listen4("0.0.0.0", 1025)}, 9);
+	const std::vector<PeerTable> t = c.exchange();
+	ASSERT_EQ(t[0].tuple_peers, 1u);
+	EXPECT_EQ(t[0].peers[0].rank, 1);
+	ASSERT_EQ(t[1].tuple_peers, 1u);
+	EXPECT_EQ(t[1].peers[0].rank, 0);
 }
 
 // The point of routing: what a rank sends and receives grows with its own sockets, not with
@@ -404,8 +470,16 @@ TEST(RankRecord, PublishesNoLoopbackAndAStableHostKey)
 	std::vector<ListenEndpoint> listeners;
 	for (uint16_t p = 0; p < kMaxPublishedListeners + 3; p++)
 		listeners.push_back(listen4("192.0.2.7", 2000 + p));
-	const RankRecord rec = make_rank_record(key, listeners);
+	const std::vector<LocalSocket> socks{tcp4("192.0.2.7", 40000, "192.0.2.8", 1),
+					     tcp4("192.0.2.7", 40001, "192.0.2.9", 1),
+					     tcp4("127.0.0.1", 40002, "127.0.0.1", 1),
+					     tcp4("198.51.100.1", 40003, "192.0.2.9", 1)};
+	const RankRecord rec = make_rank_record(key, compute_netns_key(), listeners, socks);
 	EXPECT_EQ(rec.host_key, key);
+	EXPECT_NE(rec.netns_key, key);	// the host name is not in it
+	ASSERT_EQ(rec.n_socket_addrs, 2u);	// distinct, no loopback
+	EXPECT_EQ(std::memcmp(rec.socket_addrs[0], socks[0].wire.local_addr, 16), 0);
+	EXPECT_EQ(std::memcmp(rec.socket_addrs[1], socks[3].wire.local_addr, 16), 0);
 	ASSERT_EQ(rec.n_listeners, static_cast<uint32_t>(kMaxPublishedListeners));
 	EXPECT_EQ(rec.listeners[kMaxPublishedListeners - 1].port, 2000 + kMaxPublishedListeners - 1);
 	EXPECT_EQ(rec.listeners[0].wildcard, 0);

@@ -81,6 +81,10 @@ for round in 1 2 3; do
     sleep 0.3
     gapctl -j stats dev eth0 >"$(gp_result "stats-round-$round.json")"
     case $(cat "$(gp_result "stats-round-$round.json")") in *'"rules":3001,'*) ;; *) gp_fail "round $round: not 3001 rules" ;; esac
+    # the rule dump takes many parts here: each rule listed once, none missing
+    dumped=$(gapctl -j pace show dev eth0 | tr '{' '\n' | sed -n 's/.*"dst":"\([^"]*\)".*/\1/p')
+    [ "$(echo "$dumped" | wc -l)" = 3001 ] && [ "$(echo "$dumped" | sort -u | wc -l)" = 3001 ] ||
+        gp_fail "round $round: the dump of 3001 rules listed $(echo "$dumped" | wc -l), $(echo "$dumped" | sort -u | wc -l) distinct"
     gp_check "round $round detach with 3001 rules" gapctl qdisc detach dev eth0
     kill "$bulk" 2>/dev/null
     wait "$bulk" 2>/dev/null

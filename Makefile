@@ -45,6 +45,7 @@ bench: userspace
 	$(BUILD)/tools/bench/hint_bench
 	$(BUILD)/tools/bench/planner_bench
 	$(BUILD)/tools/bench/socket_table_bench
+	$(BUILD)/tools/bench/exchange_bench
 	@# hint_latency exits 77 (and says why) without root or network namespaces.
 	$(BUILD)/tools/bench/hint_latency; rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 77 ] || exit $$rc
 

@@ -84,10 +84,10 @@ u32 gp_qdisc_epoch(void);
 /* Moves whenever a rule of @sch comes or goes. Under RTNL. */
 u32 gp_rules_generation(struct Qdisc *sch);
 int gp_rule_del(struct Qdisc *sch, const struct gp_prefix *prefix, struct netlink_ext_ack *extack);
-/* Copies up to @max rules starting at position @first; returns how many. *@gen gets
- * the rule-set generation, which changes whenever rules are added or removed. */
+/* Copies up to @max rules starting at position @first; returns how many (a
+ * dump across calls checks gp_rules_generation() for changes in between). */
 unsigned int gp_rules_snapshot(struct Qdisc *sch, unsigned int first, struct gp_rule_info *out,
-			       unsigned int max, u32 *gen);
+			       unsigned int max);
 void gp_qdisc_snapshot(struct Qdisc *sch, struct gp_qdisc_info *out);
 
 /* A TCP connection as ss shows it: s* the local end, d* the peer (or only

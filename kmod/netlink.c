@@ -388,7 +388,6 @@ static int gp_cmd_rule_dump(struct sk_buff *skb, struct netlink_callback *cb)
 	for_each_netdev(net, dev) {
 		struct Qdisc *sch;
 		unsigned int n, i;
-		u32 gen;
 
 		if (only && dev->ifindex != only)
 			continue;
@@ -398,7 +397,7 @@ static int gp_cmd_rule_dump(struct sk_buff *skb, struct netlink_callback *cb)
 		if (dev_pos++ < cb->args[0])
 			continue;
 		for (;;) {
-			n = gp_rules_snapshot(sch, cb->args[1], batch, GP_DUMP_BATCH, &gen);
+			n = gp_rules_snapshot(sch, cb->args[1], batch, GP_DUMP_BATCH);
 			for (i = 0; i < n; i++) {
 				if (gp_fill_rule(skb, dev->ifindex, &batch[i], cb))
 					goto out;	/* skb full: resume here */

@@ -1178,14 +1178,13 @@ u32 gp_rules_generation(struct Qdisc *sch)
 }
 
 unsigned int gp_rules_snapshot(struct Qdisc *sch, unsigned int first, struct gp_rule_info *out,
-			       unsigned int max, u32 *gen)
+			       unsigned int max)
 {
 	struct gp_sched_data *q = qdisc_priv(sch);
 	struct gp_rule *rule;
 	unsigned int pos = 0, n = 0;
 
 	sch_tree_lock(sch);
-	*gen = q->generation;
 	list_for_each_entry(rule, &q->rules, list) {
 		const struct gp_flow *flow = rule->flow;
 

@@ -12,7 +12,8 @@
 #     from every iteration's;
 #   * bad input: exit 2 with a message (the tool's and the launcher's);
 #   * a timeout: exit 1, timed_out true, quickly, and no process left in the cluster;
-#   * a rank killed mid-run: every rank ends with exit 1 and names the dead rank.
+#   * a rank killed mid-run: every rank ends with exit 1 and names the dead rank;
+#   * the launcher's bounds: ranks still running 10 s after rank 0, or at --wait, are killed.
 #
 # usage: alltoall_test.sh BUILD_DIR      (root, else exit 77 = skip; about 30 s)
 set -euo pipefail
@@ -163,6 +164,28 @@ check "killed rank: the job ends with exit 1 within 15 s ($((SECONDS - start)) s
 	bash -c "[[ $rc == 1 && $((SECONDS - start)) -le 15 ]]"
 check "killed rank: rank 0 names rank 2" grep -q 'gp-alltoall rank 0: .*rank 2' "$TMP/killed.err"
 check "killed rank: no process left in the cluster" no_process_left
+
+# (6) the launcher's own bounds, with a stand-in for gp-alltoall (fault injection: ranks that
+# hang): rank 0 ends at once and the others would sleep for 10 minutes; then every rank hangs
+# and --wait expires. The launcher sleeps in wait -n between events; these are its two timers.
+cat >"$TMP/hang.sh" <<'HANG'
+#!/bin/bash
+# --rank N as the launcher passes it; rank 0 returns unless every rank is told to hang.
+while (($#)); do [[ $1 == --rank ]] && rank=$2; shift; done
+[[ $rank == 0 && -z ${HANG_ALL:-} ]] && exit 0
+exec sleep 600
+HANG
+chmod +x "$TMP/hang.sh"
+start=$SECONDS rc=0
+"$HERE/alltoall.sh" --state "$GPC_STATE" --program "$TMP/hang.sh" -- --msg 1k >/dev/null 2>"$TMP/hang0.err" || rc=$?
+check "hanging ranks: killed 10 s after rank 0 ended, its exit status kept ($rc, $((SECONDS - start)) s)" \
+	bash -c "[[ $rc == 0 && $((SECONDS - start)) -ge 9 && $((SECONDS - start)) -le 15 ]] && grep -q '10 s after rank 0 ended' '$TMP/hang0.err'"
+check "hanging ranks: no process left in the cluster" no_process_left
+start=$SECONDS rc=0
+HANG_ALL=1 "$HERE/alltoall.sh" --state "$GPC_STATE" --program "$TMP/hang.sh" --wait 2 -- --msg 1k >/dev/null 2>"$TMP/hangall.err" || rc=$?
+check "every rank hangs: killed when --wait 2 expires, exit 124 ($rc, $((SECONDS - start)) s)" \
+	bash -c "[[ $rc == 124 && $((SECONDS - start)) -le 6 ]] && grep -q 'still running --wait 2 s' '$TMP/hangall.err'"
+check "every rank hangs: no process left in the cluster" no_process_left
 
 if ((FAILS)); then
 	echo "FAILED: $FAILS check(s)"

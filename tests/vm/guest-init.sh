@@ -76,23 +76,31 @@ export GP_RUN
 # session leader itself: busybox setsid may fork, so $! is not reliable.
 run_test() {
     local script=$1 timeout=$2 wd rc pg
+    # The harness sleeps in a read of the "ended" FIFO, which the test's shell
+    # (its exit code recorded) or the watchdog writes. It forks nothing while the
+    # test runs: a loop that polled for test.rc every 0.1 s ran busybox's sleep
+    # 10 times a second, and every fork and exec costs the emulated CPU.
+    mkfifo "$GP_RUN/ended"
     # The exit code is recorded as soon as the test shell exits, not when the
     # pipe to tee closes: a helper left in the background keeps that pipe open.
     setsid sh -c '
         echo $$ >"$3/test.pgid"
         cd /tmp
-        { sh "$1" </dev/null; echo $? >"$3/test.rc.tmp"; mv "$3/test.rc.tmp" "$3/test.rc"; } 2>&1 | tee "$2"
+        { sh "$1" </dev/null; echo $? >"$3/test.rc.tmp"; mv "$3/test.rc.tmp" "$3/test.rc"; echo >"$3/ended"; } 2>&1 | tee "$2"
     ' gp-test "$script" "$RESULTS/test.log" "$GP_RUN" &
     (
         sleep "$timeout"
         echo "timeout after ${timeout}s" >"$GP_RUN/timedout"
         pg=$(cat "$GP_RUN/test.pgid" 2>/dev/null)
         [ -n "$pg" ] && kill -KILL "-$pg" 2>/dev/null
+        echo >"$GP_RUN/ended"
     ) &
     wd=$!
-    # Bounded by the watchdog, which always ends in "timedout".
+    # Bounded by the watchdog, which always writes "ended". A read that ends
+    # without a line (a writer closed first) is as good: test.rc or timedout
+    # decides below, and a spurious wake-up only reads again.
     while [ ! -f "$GP_RUN/test.rc" ] && [ ! -f "$GP_RUN/timedout" ]; do
-        sleep 0.1
+        read -r _ <"$GP_RUN/ended" || true
     done
     kill "$wd" 2>/dev/null
     sleep 0.2

@@ -127,7 +127,7 @@ rank_running() {
 cleanup() {
 	trap - INT TERM
 	kill_ranks
-	[[ -z ${watchdog:-} ]] || kill "$watchdog" 2>/dev/null || true
+	[[ -z ${watchdog:-} ]] || kill -KILL "$watchdog" 2>/dev/null || true	# not reaped yet: still ours
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -156,10 +156,37 @@ done
 # measured (perf, 4+4 at 1 KB).
 statuses=()
 watchdog="" why=""
+stop_watchdog() {
+	[[ -n $watchdog ]] || return 0
+	# KILL: a TERM that reaches the forked child before it has exec'ed sleep would run this
+	# script's traps there (exit 143, then cleanup and kill_ranks in a copy of the script).
+	kill -KILL "$watchdog" 2>/dev/null || true	# it may have ended already
+	wait "$watchdog" 2>/dev/null || true
+	watchdog=""
+}
 start_watchdog() { # SECONDS REASON
-	[[ -z $watchdog ]] || { kill "$watchdog" 2>/dev/null; wait "$watchdog" 2>/dev/null || true; }
-	sleep "$1" &
+	stop_watchdog
+	# Not on the launcher's stdout: callers read it to its end, $(alltoall.sh ...).
+	sleep "$1" </dev/null >/dev/null 2>&1 &
 	watchdog=$! why=$2
+}
+record_status() { # RANK STATUS
+	statuses[$1]=$2
+	reaped[$1]=1
+	# Rank 0 ended: the others follow within milliseconds, or are killed after 10 s.
+	if (($1 == 0)); then start_watchdog 10 "10 s after rank 0 ended"; fi
+}
+# Every rank that has ended, whether or not wait -n returned it: bash marks background jobs
+# killed by a signal as notified when it reports another, and wait -n skips those. wait PID
+# still finds such a rank's status.
+reap_ended() {
+	local r rc
+	for r in "${!pids[@]}"; do
+		[[ ${reaped[r]} != 1 ]] && ! rank_running "${pids[r]}" || continue
+		rc=0
+		wait "${pids[r]}" 2>/dev/null || rc=$?
+		record_status "$r" "$rc"
+	done
 }
 start_watchdog "$wait_s" "--wait ${wait_s} s"
 while :; do
@@ -167,23 +194,28 @@ while :; do
 	for r in "${!pids[@]}"; do [[ ${reaped[r]} == 1 ]] || live+=("${pids[r]}"); done
 	((${#live[@]})) || break
 	ended="" rc=0
-	wait -n -p ended "${live[@]}" "$watchdog" || rc=$?
-	if [[ $ended == "$watchdog" || -z $ended ]]; then
-		# The watchdog fired (or wait had nothing left to wait for: never, but not a hang).
-		[[ $ended == "$watchdog" ]] && watchdog=""
+	wait -n -p ended "${live[@]}" "$watchdog" 2>/dev/null || rc=$?
+	fired=0
+	if [[ $ended == "$watchdog" ]]; then
+		watchdog="" fired=1
+	elif [[ -n $ended ]]; then
+		for r in "${!pids[@]}"; do
+			if [[ ${pids[r]} == "$ended" && ${reaped[r]} != 1 ]]; then record_status "$r" "$rc"; fi
+		done
+	fi
+	reap_ended
+	live=()
+	for r in "${!pids[@]}"; do [[ ${reaped[r]} == 1 ]] || live+=("${pids[r]}"); done
+	((${#live[@]})) || break
+	if ((fired)); then
 		echo "alltoall.sh: ranks still running $why, killing them" >&2
 		kill_ranks
 		break
 	fi
-	for r in "${!pids[@]}"; do
-		[[ ${pids[r]} == "$ended" && ${reaped[r]} != 1 ]] || continue
-		statuses[r]=$rc
-		reaped[r]=1
-		# Rank 0 ended: the others follow within milliseconds, or are killed after 10 s.
-		((r == 0)) && start_watchdog 10 "10 s after rank 0 ended"
-	done
+	# wait -n had nothing of ours to wait for (never seen): poll rather than spin.
+	[[ -n $ended ]] || sleep 0.1
 done
-[[ -z $watchdog ]] || { kill "$watchdog" 2>/dev/null; wait "$watchdog" 2>/dev/null || true; }
+stop_watchdog
 rc0=${statuses[0]:-124}
 for r in "${!statuses[@]}"; do
 	((r == 0 || statuses[r] == 0 || statuses[r] == rc0)) ||

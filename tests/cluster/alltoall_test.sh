@@ -165,6 +165,38 @@ check "killed rank: the job ends with exit 1 within 15 s ($((SECONDS - start)) s
 check "killed rank: rank 0 names rank 2" grep -q 'gp-alltoall rank 0: .*rank 2' "$TMP/killed.err"
 check "killed rank: no process left in the cluster" no_process_left
 
+# (5b) two ranks killed at once. bash reports one of them to wait -n and marks the other as
+# notified, which wait -n then skips: the launcher must still see both end, at once, and not
+# wait out its 10 s after rank 0.
+"$HERE/alltoall.sh" --state "$GPC_STATE" --program "$PROGRAM" -- --msg 1m --volume 1000g --timeout 60 \
+	>/dev/null 2>"$TMP/killed2.err" &
+BACKGROUND=$!
+victims=()
+for _ in $(seq 100); do
+	victims=()
+	for h in 2 3; do
+		p=$(ip netns pids "${GPC_HOST_NS[h]}" | sed -n 1p)
+		[[ -n $p && $(cat "/proc/$p/comm" 2>/dev/null) == gp-alltoall ]] && victims+=("$p")
+	done
+	((${#victims[@]} == 2)) && break
+	sleep 0.05
+done
+sleep 0.5
+start=$SECONDS rc=0
+if ((${#victims[@]} == 2)); then
+	kill -KILL "${victims[@]}"
+	wait "$BACKGROUND" || rc=$?
+else
+	kill "$BACKGROUND"; wait "$BACKGROUND" || true
+fi
+BACKGROUND=""
+check "two ranks killed: found ranks 2 and 3 (${victims[*]})" test "${#victims[@]}" -eq 2
+check "two ranks killed: the job ends with exit 1 within 5 s, no rank waited out ($rc, $((SECONDS - start)) s)" \
+	bash -c "[[ $rc == 1 && $((SECONDS - start)) -le 5 ]] && ! grep -q 'still running' '$TMP/killed2.err'"
+check "two ranks killed: both reported killed (137)" \
+	bash -c "grep -q 'rank 2 exited with 137' '$TMP/killed2.err' && grep -q 'rank 3 exited with 137' '$TMP/killed2.err'"
+check "two ranks killed: no process left in the cluster" no_process_left
+
 # (6) the launcher's own bounds, with a stand-in for gp-alltoall (fault injection: ranks that
 # hang): rank 0 ends at once and the others would sleep for 10 minutes; then every rank hangs
 # and --wait expires. The launcher sleeps in wait -n between events; these are its two timers.

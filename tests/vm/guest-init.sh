@@ -97,10 +97,11 @@ run_test() {
     ) &
     wd=$!
     # Bounded by the watchdog, which always writes "ended". A read that ends
-    # without a line (a writer closed first) is as good: test.rc or timedout
-    # decides below, and a spurious wake-up only reads again.
+    # without a line (a writer closed first, or the open interrupted by the
+    # SIGCHLD of an orphan this init reaps) is as good: test.rc or timedout
+    # decides, and a spurious wake-up only reads again.
     while [ ! -f "$GP_RUN/test.rc" ] && [ ! -f "$GP_RUN/timedout" ]; do
-        read -r _ <"$GP_RUN/ended" || true
+        { read -r _ <"$GP_RUN/ended"; } 2>/dev/null || true
     done
     kill "$wd" 2>/dev/null
     sleep 0.2

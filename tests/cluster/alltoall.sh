@@ -189,20 +189,8 @@ reap_ended() {
 	done
 }
 start_watchdog "$wait_s" "--wait ${wait_s} s"
+fired=0
 while :; do
-	live=()
-	for r in "${!pids[@]}"; do [[ ${reaped[r]} == 1 ]] || live+=("${pids[r]}"); done
-	((${#live[@]})) || break
-	ended="" rc=0
-	wait -n -p ended "${live[@]}" "$watchdog" 2>/dev/null || rc=$?
-	fired=0
-	if [[ $ended == "$watchdog" ]]; then
-		watchdog="" fired=1
-	elif [[ -n $ended ]]; then
-		for r in "${!pids[@]}"; do
-			if [[ ${pids[r]} == "$ended" && ${reaped[r]} != 1 ]]; then record_status "$r" "$rc"; fi
-		done
-	fi
 	reap_ended
 	live=()
 	for r in "${!pids[@]}"; do [[ ${reaped[r]} == 1 ]] || live+=("${pids[r]}"); done
@@ -212,8 +200,17 @@ while :; do
 		kill_ranks
 		break
 	fi
-	# wait -n had nothing of ours to wait for (never seen): poll rather than spin.
-	[[ -n $ended ]] || sleep 0.1
+	ended="" rc=0
+	wait -n -p ended "${live[@]}" "$watchdog" 2>/dev/null || rc=$?
+	if [[ $ended == "$watchdog" ]]; then
+		watchdog="" fired=1
+	elif [[ -n $ended ]]; then
+		for r in "${!pids[@]}"; do
+			if [[ ${pids[r]} == "$ended" && ${reaped[r]} != 1 ]]; then record_status "$r" "$rc"; fi
+		done
+	else
+		sleep 0.1	# wait -n had nothing of ours to wait for (never seen): poll rather than spin
+	fi
 done
 stop_watchdog
 rc0=${statuses[0]:-124}

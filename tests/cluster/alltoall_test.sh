@@ -139,60 +139,54 @@ check "timeout: over within 15 s ($(cat "$TMP/timeout.seconds") s)" \
 	awk -v s="$(cat "$TMP/timeout.seconds")" 'BEGIN { exit !(s < 15) }'
 check "timeout: no process left in the cluster" no_process_left
 
+# kill_mid_run NAME HOST_INDEX...: starts a long job (stderr in NAME.err), waits until each
+# listed host runs its rank, kills those ranks at once with SIGKILL and waits for the job.
+# Sets VICTIMS (the pids killed; fewer than the hosts if not all were found, and then nothing
+# is killed but the launcher), KILLED_RC (the launcher's exit status) and KILLED_SECONDS.
+kill_mid_run() {
+	local name=$1 h p start
+	shift
+	"$HERE/alltoall.sh" --state "$GPC_STATE" --program "$PROGRAM" -- --msg 1m --volume 1000g --timeout 60 \
+		>/dev/null 2>"$TMP/$name.err" &
+	BACKGROUND=$!
+	for _ in $(seq 100); do
+		VICTIMS=()
+		for h in "$@"; do
+			p=$(ip netns pids "${GPC_HOST_NS[h]}" | sed -n 1p)
+			[[ -n $p && $(cat "/proc/$p/comm" 2>/dev/null) == gp-alltoall ]] && VICTIMS+=("$p")
+		done
+		((${#VICTIMS[@]} == $#)) && break
+		sleep 0.05
+	done
+	sleep 0.5
+	start=$SECONDS KILLED_RC=0
+	if ((${#VICTIMS[@]} == $#)); then
+		kill -KILL "${VICTIMS[@]}"
+		wait "$BACKGROUND" || KILLED_RC=$?
+	else
+		kill "$BACKGROUND"; wait "$BACKGROUND" || true
+	fi
+	BACKGROUND=""
+	KILLED_SECONDS=$((SECONDS - start))
+}
+
 # (5) a rank killed mid-run
-"$HERE/alltoall.sh" --state "$GPC_STATE" --program "$PROGRAM" -- --msg 1m --volume 1000g --timeout 60 \
-	>"$TMP/killed.json" 2>"$TMP/killed.err" &
-BACKGROUND=$!
-victim=""
-for _ in $(seq 100); do
-	victim=$(ip netns pids "${GPC_HOST_NS[2]}" | sed -n 1p)
-	[[ -n $victim ]] && [[ $(cat "/proc/$victim/comm" 2>/dev/null) == gp-alltoall ]] && break
-	victim=""
-	sleep 0.05
-done
-sleep 0.5
-start=$SECONDS rc=0
-if [[ -n $victim ]]; then
-	kill -KILL "$victim"
-	wait "$BACKGROUND" || rc=$?
-else
-	kill "$BACKGROUND"; wait "$BACKGROUND" || true
-fi
-BACKGROUND=""
-check "killed rank: found rank 2's process on ${GPC_HOSTS[2]}" test -n "$victim"
-check "killed rank: the job ends with exit 1 within 15 s ($((SECONDS - start)) s)" \
-	bash -c "[[ $rc == 1 && $((SECONDS - start)) -le 15 ]]"
+kill_mid_run killed 2
+rc=$KILLED_RC
+check "killed rank: found rank 2's process on ${GPC_HOSTS[2]}" test "${#VICTIMS[@]}" -eq 1
+check "killed rank: the job ends with exit 1 within 15 s ($KILLED_SECONDS s)" \
+	bash -c "[[ $rc == 1 && $KILLED_SECONDS -le 15 ]]"
 check "killed rank: rank 0 names rank 2" grep -q 'gp-alltoall rank 0: .*rank 2' "$TMP/killed.err"
 check "killed rank: no process left in the cluster" no_process_left
 
 # (5b) two ranks killed at once. bash reports one of them to wait -n and marks the other as
 # notified, which wait -n then skips: the launcher must still see both end, at once, and not
 # wait out its 10 s after rank 0.
-"$HERE/alltoall.sh" --state "$GPC_STATE" --program "$PROGRAM" -- --msg 1m --volume 1000g --timeout 60 \
-	>/dev/null 2>"$TMP/killed2.err" &
-BACKGROUND=$!
-victims=()
-for _ in $(seq 100); do
-	victims=()
-	for h in 2 3; do
-		p=$(ip netns pids "${GPC_HOST_NS[h]}" | sed -n 1p)
-		[[ -n $p && $(cat "/proc/$p/comm" 2>/dev/null) == gp-alltoall ]] && victims+=("$p")
-	done
-	((${#victims[@]} == 2)) && break
-	sleep 0.05
-done
-sleep 0.5
-start=$SECONDS rc=0
-if ((${#victims[@]} == 2)); then
-	kill -KILL "${victims[@]}"
-	wait "$BACKGROUND" || rc=$?
-else
-	kill "$BACKGROUND"; wait "$BACKGROUND" || true
-fi
-BACKGROUND=""
-check "two ranks killed: found ranks 2 and 3 (${victims[*]})" test "${#victims[@]}" -eq 2
-check "two ranks killed: the job ends with exit 1 within 5 s, no rank waited out ($rc, $((SECONDS - start)) s)" \
-	bash -c "[[ $rc == 1 && $((SECONDS - start)) -le 5 ]] && ! grep -q 'still running' '$TMP/killed2.err'"
+kill_mid_run killed2 2 3
+rc=$KILLED_RC
+check "two ranks killed: found ranks 2 and 3 (${VICTIMS[*]})" test "${#VICTIMS[@]}" -eq 2
+check "two ranks killed: the job ends with exit 1 within 5 s, no rank waited out ($rc, $KILLED_SECONDS s)" \
+	bash -c "[[ $rc == 1 && $KILLED_SECONDS -le 5 ]] && ! grep -q 'still running' '$TMP/killed2.err'"
 check "two ranks killed: both reported killed (137)" \
 	bash -c "grep -q 'rank 2 exited with 137' '$TMP/killed2.err' && grep -q 'rank 3 exited with 137' '$TMP/killed2.err'"
 check "two ranks killed: no process left in the cluster" no_process_left

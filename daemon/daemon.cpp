@@ -673,7 +673,8 @@ void Daemon::begin_phase(hint::Hint h, bool from_kernel, Clock::time_point recei
 			}
 			if (quiet_predictions_.size() >= kMaxQuietPredictions)
 				quiet_predictions_.clear();	// senders long gone, mostly: they come back
-			quiet_predictions_[{r.sender.pid, r.header.signature}] = {plan.predicted_us, plan.calibrated_us};
+			quiet_predictions_[{r.sender.pid, r.header.signature}] = {plan.predicted_us, plan.calibrated_us,
+									     hold ? plan_kind(plan) : models::PlanKind::Nothing};
 		}
 	}
 	counters_.apply_errors += r.errors.size();
@@ -728,7 +729,7 @@ void Daemon::take_quiet_summary(PhaseRecord &r)
 		return;
 	r.quiet_predicted_us = it->second.predicted_us;
 	r.quiet_calibrated_us = it->second.calibrated_us;
-	planner_->observe_quiet(r.header, r.quiet_predicted_us, r.header.quiet_phases, r.header.quiet_ns);
+	planner_->observe_quiet(r.header, r.quiet_predicted_us, r.header.quiet_phases, r.header.quiet_ns, it->second.kind);
 }
 
 void Daemon::log_phase_begin(const PhaseRecord &r) const

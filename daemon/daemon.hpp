@@ -142,6 +142,7 @@ private:
 	// quiet: their summary comes with a later BEGIN. Bounded by kMaxQuietPredictions.
 	struct QuietPrediction {
 		double predicted_us, calibrated_us;
+		models::PlanKind kind; // what the skipped phases ran with: held settings, or nothing
 	};
 	std::map<std::pair<uint64_t, uint64_t>, QuietPrediction> quiet_predictions_;
 	std::map<int, std::pair<UniqueFd, hint::Sender>> hint_clients_;	// fd -> (socket, SO_PEERCRED)

@@ -97,11 +97,13 @@ public:
 		(void)phase, (void)predicted_us, (void)duration_ns, (void)applied;
 	}
 	// `phases` phases like `phase`, for which `plan` had predicted `predicted_us` and which ran
-	// as it planned them (inert: as the application sent them), took `total_ns` together; the
-	// sender skipped their hints under quiet advice and summed them up (Header::quiet_*).
-	virtual void observe_quiet(const hint::Header &phase, double predicted_us, uint32_t phases, uint64_t total_ns)
+	// as it planned them, with its settings held (`ran_as`; inert: as the application sent
+	// them), took `total_ns` together; the sender skipped their hints under quiet advice and
+	// summed them up (Header::quiet_*).
+	virtual void observe_quiet(const hint::Header &phase, double predicted_us, uint32_t phases, uint64_t total_ns,
+				   models::PlanKind ran_as)
 	{
-		(void)phase, (void)predicted_us, (void)phases, (void)total_ns;
+		(void)phase, (void)predicted_us, (void)phases, (void)total_ns, (void)ran_as;
 	}
 	// The planner's own state for `gapctl daemon show` (an object's fields).
 	virtual void describe(JsonWriter &json) const { (void)json; }
@@ -129,7 +131,8 @@ public:
 	// One calibration sample, their mean, weighing as many phases as it stands for: not the
 	// loss check's (their counters were not read around them) nor the learner's (it compares
 	// plans, and these had no choice).
-	void observe_quiet(const hint::Header &phase, double predicted_us, uint32_t phases, uint64_t total_ns) override;
+	void observe_quiet(const hint::Header &phase, double predicted_us, uint32_t phases, uint64_t total_ns,
+			   models::PlanKind ran_as) override;
 	void describe(JsonWriter &json) const override;
 	// Where the loss check reads the host's TCP counters (default: this namespace's /proc/net).
 	void set_counter_source(std::function<std::optional<models::HostTcpCounters>()> source)

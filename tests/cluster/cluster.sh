@@ -205,6 +205,15 @@ cmd_up() {
 	# No IPv6 anywhere: router solicitations and MLD reports would otherwise cross the bottleneck.
 	ip netns exec "$sw" sh -c 'echo 1 >/proc/sys/net/ipv6/conf/all/disable_ipv6 &&
 		echo 1 >/proc/sys/net/ipv6/conf/default/disable_ipv6'
+	# A switch forwards frames without a firewall. A kernel with br_netfilter starts every
+	# namespace with bridge-nf-call-* at 1, and each bridged frame then takes three netfilter
+	# hooks (GPC_BRIDGE_NF=1 keeps that, for comparison).
+	local bridge_nf=${GPC_BRIDGE_NF:-0}
+	[[ $bridge_nf == [01] ]] || fail "GPC_BRIDGE_NF must be 0 or 1, not '$bridge_nf'"
+	if [[ -e /proc/sys/net/bridge/bridge-nf-call-iptables ]]; then
+		ip netns exec "$sw" sh -c "for f in /proc/sys/net/bridge/bridge-nf-call-*; do echo $bridge_nf >\$f || exit 1; done" ||
+			fail "cannot set net.bridge.bridge-nf-call-* in $sw"
+	fi
 	ip -n "$sw" -batch - <<-EOF
 		link set lo up
 		link add brL type bridge stp_state 0 mcast_snooping 0

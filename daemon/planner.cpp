@@ -489,6 +489,8 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 			unpaced_us = std::max(unpaced_us, n.loss_expected ? n.time_us - n.rto_us : n.time_us);
 			budget.recovery_us = std::max(budget.recovery_us, loss_recovery_us(*x.crossing.bottleneck, config));
 		}
+		// The models' plan as it would run: with the floor where it is floored (a short paced
+		// phase since kPacedStallChanceFloor), its running cost included.
 		const double paced_us = candidates[static_cast<size_t>(model_kind)].predicted_us;
 		if (unpaced_us > 0 && std::isfinite(paced_us))
 			budget.paced_slack = std::max(0.0, paced_us / unpaced_us - 1);
@@ -690,16 +692,20 @@ void ModelPlanner::observe_quiet(const hint::Header &phase, double predicted_us,
 	// paced key's phases are skipped: their stalls are counted from the summary, or the key
 	// never takes the floor on them (Open MPI's eager 16 KB phases on 4+4 hosts: one call in
 	// 25-50 waited about 200 ms, and every daemon counted 0 stalls in its 34-37 hinted
-	// phases, about one in seven). The summary has only their sum, so a stall is the time the
-	// phases took past their calibrated prediction, judged as one phase's (stalled()), and
-	// counted once per 200 ms of it.
+	// phases, about one in seven; since kPacedStallChanceFloor such short phases take the floor
+	// from the start, and this counts the held ones of about 24-50 ms). The summary has only
+	// their sum, so it is judged as one phase (stalled()): its phases together took 100 ms and
+	// half again past their calibrated prediction. That sees one 200 ms stall in a summary of
+	// up to about 400 ms of phases, a `quiet_remedied` window of that length (100 ms by
+	// default); a longer window needs more stalls in it to be seen. Counted once per 200 ms of
+	// the excess, rounded so that one stall of up to 350 ms counts once.
 	if (ran_as == models::PlanKind::Pace && (stalls_.size() < kMaxStallKeys || stalls_.contains(key))) {
 		PacedStalls &s = stalls_[key];
 		const double expected_us = calibration_.corrected_us(key, predicted_us);
 		const double excess_us = total_us - expected_us * phases;
 		if (stalled(expected_us * phases, total_us, false)) {
-			const auto counted = static_cast<uint64_t>(std::max(1L, std::lround(excess_us / kStockRtoUs)));
-			s.stalled += std::min<uint64_t>(counted, phases);
+			const double counted = std::max(1.0, std::floor(excess_us / kStockRtoUs + 0.25));
+			s.stalled += std::min<uint64_t>(static_cast<uint64_t>(std::min(counted, 1e9)), phases);
 		}
 		s.phases += phases;
 	}

@@ -130,7 +130,8 @@ public:
 	void observe(const hint::Header &phase, double predicted_us, uint64_t duration_ns, const Plan &applied) override;
 	// One calibration sample, their mean, weighing as many phases as it stands for: not the
 	// loss check's (their counters were not read around them) nor the learner's (it compares
-	// plans, and these had no choice).
+	// plans, and these had no choice). Paced phases (`ran_as`) also count among the key's paced
+	// phases, and their summed time may say that some stalled.
 	void observe_quiet(const hint::Header &phase, double predicted_us, uint32_t phases, uint64_t total_ns,
 			   models::PlanKind ran_as) override;
 	void describe(JsonWriter &json) const override;

@@ -75,7 +75,8 @@ struct RtoChoices {
 	double stock_rto_us = 200000;	// the kernel's RTO minimum (TCP_RTO_MIN)
 	double candidate_floor_us = 0;	// e.g. rto_floor_us(); clamped to the bounds below
 	// The chance that a paced phase the rate bound says fits still waits on a 200 ms timer
-	// (the measured share of such phases that stalled; 0 until one did).
+	// (the planner passes the measured share of such phases that stalled, and never less than
+	// 1 %: its kPacedStallChanceFloor).
 	double paced_stall_chance = 0;
 	// What the floor costs a paced phase while in place, as a share of it (kFloorRunningCost
 	// below, unless the config says otherwise).

@@ -210,10 +210,10 @@ cmd_up() {
 	# hooks (GPC_BRIDGE_NF=1 keeps that, for comparison).
 	local bridge_nf=${GPC_BRIDGE_NF:-0}
 	[[ $bridge_nf == [01] ]] || fail "GPC_BRIDGE_NF must be 0 or 1, not '$bridge_nf'"
-	if [[ -e /proc/sys/net/bridge/bridge-nf-call-iptables ]]; then
-		ip netns exec "$sw" sh -c "for f in /proc/sys/net/bridge/bridge-nf-call-*; do echo $bridge_nf >\$f || exit 1; done" ||
-			fail "cannot set net.bridge.bridge-nf-call-* in $sw"
-	fi
+	# Per namespace since Linux 5.3; before, only the initial namespace has them.
+	ip netns exec "$sw" sh -c "[ ! -e /proc/sys/net/bridge/bridge-nf-call-iptables ] ||
+		for f in /proc/sys/net/bridge/bridge-nf-call-*; do echo $bridge_nf >\$f || exit 1; done" ||
+		fail "cannot set net.bridge.bridge-nf-call-* in $sw"
 	ip -n "$sw" -batch - <<-EOF
 		link set lo up
 		link add brL type bridge stp_state 0 mcast_snooping 0

@@ -69,10 +69,10 @@ done
 # A switch forwards without a firewall: where the kernel has br_netfilter, the switch's bridges
 # must not hand frames to it (cluster.sh sets bridge-nf-call-* to 0 in the switch namespace).
 bridge_nf_off() {
-	[[ -e /proc/sys/net/bridge/bridge-nf-call-iptables ]] || return 0
 	local values
-	values=$(ip netns exec "$GPC_SWITCH_NS" sh -c 'cat /proc/sys/net/bridge/bridge-nf-call-*' | sort -u)
-	[[ $values == 0 ]] || { echo "  bridge-nf-call-*: $values"; return 1; }
+	values=$(ip netns exec "$GPC_SWITCH_NS" sh -c '[ ! -e /proc/sys/net/bridge/bridge-nf-call-iptables ] ||
+		cat /proc/sys/net/bridge/bridge-nf-call-*' | sort -u)
+	[[ -z $values || $values == 0 ]] || { echo "  bridge-nf-call-*: $values"; return 1; }
 }
 check "switch: bridged frames skip netfilter" bridge_nf_off
 stats=$(gp_cluster_stats)

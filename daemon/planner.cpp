@@ -628,9 +628,10 @@ bool stalled(double expected_us, double measured_us, bool timed_out)
 constexpr double kStallPriorPhases = 16;
 constexpr size_t kMaxStallKeys = 1024;
 // The least stall chance of a paced phase, measured or not. The rate bound lets the queue fill
-// exactly, and a tail the queue drops anyway may wait a probe of TCP_RTO_MIN: Linux adds it to
-// the loss probe's timeout when that tail is the only segment in flight, as the last segment of
-// a message sent after an idle gap is (RFC 8985's WCDelAckT). Open MPI's eager 16 KB phases on
+// exactly, and a tail the queue drops anyway may wait a probe of 200 ms: Linux adds the RTO
+// minimum (TCP_RTO_MIN; the route's or socket's since tcp_rto_min_us) to the loss probe's timeout
+// when that tail is the only segment in flight, as the last segment of a message sent after an
+// idle gap is (RFC 8985's WCDelAckT), and the floor shortens it. Open MPI's eager 16 KB phases on
 // 4+4 hosts, paced: 2-4 % of the calls waited about 200 ms, on loss probes (no timeout was
 // counted), and the hosts that waited were the receivers, not the senders whose floor would have
 // helped (a barrier between the calls holds the senders, outside the paced phase). With 1 %, a

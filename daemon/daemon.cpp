@@ -481,8 +481,9 @@ namespace {
 // hash, which all namespaces share: 7 ms of CPU on the 24 GiB test machine, per sender and
 // second (the resolution is cached for a second); it is left for a sender whose fds we may
 // not duplicate.
-Expected<std::vector<stock::TcpSocket>> established_sockets_of(std::span<const hint::Peer> peers, uint32_t uid,
-								uint32_t pid)
+Expected<std::vector<stock::TcpSocket>> established_sockets_of(
+	std::span<const hint::Peer> peers, uint32_t uid, uint32_t pid,
+	const std::function<Expected<std::vector<stock::TcpSocket>>(std::span<const stock::TcpSocket>)> &find_established)
 {
 	const bool tuples = std::all_of(peers.begin(), peers.end(), [](const hint::Peer &p) {
 		return p.is_tuple() && p.local.family == p.remote.family && p.local.port && p.remote.port;
@@ -508,7 +509,7 @@ Expected<std::vector<stock::TcpSocket>> established_sockets_of(std::span<const h
 		}
 		wanted = std::move(*held);
 	}
-	auto sockets = stock::find_established_tcp(wanted);
+	auto sockets = find_established(wanted);
 	if (sockets)
 		std::erase_if(*sockets, [&](const stock::TcpSocket &s) { return s.uid != uid; });
 	return sockets;
@@ -530,7 +531,8 @@ std::vector<TargetSocket> Daemon::resolve_targets(PhaseRecord &r, Clock::time_po
 		++counters_.resolutions_cached;
 		return cached->second.targets;
 	}
-	auto sockets = established_sockets_of(r.peers, r.sender.uid, r.sender.pid);
+	auto sockets = established_sockets_of(r.peers, r.sender.uid, r.sender.pid,
+					      [this](std::span<const stock::TcpSocket> tuples) { return find_established(tuples); });
 	if (!sockets) {
 		r.errors.push_back("socket table: " + sockets.error().message);
 	} else {
@@ -821,6 +823,43 @@ bool still_idle(std::map<uint64_t, uint64_t> &baseline, std::span<const stock::T
 
 } // namespace
 
+Expected<stock::SocketTable *> Daemon::socket_table()
+{
+	if (!socket_table_) {
+		auto opened = stock::SocketTable::open();
+		if (!opened)
+			return opened.error();
+		socket_table_.emplace(std::move(*opened));
+	}
+	return &*socket_table_;
+}
+
+Expected<std::vector<stock::TcpSocket>> Daemon::find_established(std::span<const stock::TcpSocket> tuples)
+{
+	if (tuples.empty())
+		return std::vector<stock::TcpSocket>{};
+	auto table = socket_table();
+	if (!table)
+		return table.error();
+	auto found = (*table)->find_established(tuples);
+	if (!found)
+		socket_table_.reset(); // a fresh socket for the next, whatever this one's state
+	return found;
+}
+
+Expected<std::map<uint64_t, uint64_t>> Daemon::written_bytes(std::span<const stock::TcpSocket> sockets)
+{
+	if (sockets.empty())
+		return std::map<uint64_t, uint64_t>{};
+	auto table = socket_table();
+	if (!table)
+		return table.error();
+	auto written = (*table)->written_bytes(sockets);
+	if (!written)
+		socket_table_.reset();
+	return written;
+}
+
 void Daemon::release_lingering(std::optional<uint64_t> pid, bool expired_only)
 {
 	const auto now = Clock::now();
@@ -837,7 +876,7 @@ void Daemon::release_lingering(std::optional<uint64_t> pid, bool expired_only)
 			std::vector<stock::TcpSocket> unique;
 			for (const auto &[inode, s] : sockets)
 				unique.push_back(s);
-			written = stock::written_bytes(unique);
+			written = written_bytes(unique);
 			if (!*written)
 				log(LOG_WARNING, "linger_idle: " + written->error().message);
 		}

@@ -166,6 +166,12 @@ private:
 		std::chrono::steady_clock::time_point until;
 	};
 	std::map<uint64_t, Resolution> resolved_;	// by sender pid
+	// The sock_diag socket of the resolutions and the linger_idle checks, opened on first use
+	// and again after an error.
+	std::optional<stock::SocketTable> socket_table_;
+	Expected<stock::SocketTable *> socket_table();
+	Expected<std::vector<stock::TcpSocket>> find_established(std::span<const stock::TcpSocket> tuples);
+	Expected<std::map<uint64_t, uint64_t>> written_bytes(std::span<const stock::TcpSocket> sockets);
 	// ended phases whose settings are kept a little longer
 	void release_lingering(std::optional<uint64_t> pid, bool expired_only);
 	// A collective loop begins thousands of alike phases a second: a sender's phase is logged

@@ -9,18 +9,21 @@ namespace gp::daemon {
 std::optional<models::HostTcpCounters> host_tcp_counters_from_texts(std::string_view snmp_text,
 								   std::string_view netstat_text)
 {
-	const auto tcp = parse_proc_net_table(snmp_text, "Tcp");
-	const auto ext = parse_proc_net_table(netstat_text, "TcpExt");
+	// Only the counters used: the daemon reads them at every phase whose losses it checks, and
+	// a map of TcpExt's hundred-odd counters each time was most of what that cost.
+	constexpr std::string_view kTcp[] = {"OutSegs", "RetransSegs"};
+	constexpr std::string_view kTcpExt[] = {"TCPTimeouts", "TCPDSACKRecvSegs", "TCPDSACKRecv", "TCPSpuriousRTOs"};
+	const auto tcp = parse_proc_net_values(snmp_text, "Tcp", kTcp);
+	const auto ext = parse_proc_net_values(netstat_text, "TcpExt", kTcpExt);
 	if (!tcp || !ext)
 		return std::nullopt;
-	auto value = [](const auto &table, std::string_view name) -> std::optional<uint64_t> {
-		const auto it = table.find(name);
-		if (it == table.end() || it->second < 0)
+	auto value = [](const std::optional<int64_t> &v) -> std::optional<uint64_t> {
+		if (!v || *v < 0)
 			return std::nullopt;
-		return static_cast<uint64_t>(it->second);
+		return static_cast<uint64_t>(*v);
 	};
-	const auto sent = value(*tcp, "OutSegs"), retransmitted = value(*tcp, "RetransSegs");
-	const auto timeouts = value(*ext, "TCPTimeouts");
+	const auto sent = value((*tcp)[0]), retransmitted = value((*tcp)[1]);
+	const auto timeouts = value((*ext)[0]);
 	if (!sent || !retransmitted || !timeouts)
 		return std::nullopt;
 	models::HostTcpCounters c;
@@ -29,8 +32,8 @@ std::optional<models::HostTcpCounters> host_tcp_counters_from_texts(std::string_
 	c.timeouts = *timeouts;
 	// Kernels before 5.10 count DSACK blocks, not segments: about the same where each block
 	// reports one segment. Without either, every retransmission counts as a loss.
-	c.segments_reported_duplicate = value(*ext, "TCPDSACKRecvSegs").value_or(value(*ext, "TCPDSACKRecv").value_or(0));
-	c.spurious_timeouts = value(*ext, "TCPSpuriousRTOs").value_or(0);
+	c.segments_reported_duplicate = value((*ext)[1]).value_or(value((*ext)[2]).value_or(0));
+	c.spurious_timeouts = value((*ext)[3]).value_or(0);
 	return c;
 }
 

@@ -6,9 +6,12 @@
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstring>
 #include <fstream>
@@ -97,10 +100,10 @@ Expected<void> dump_established(uint8_t extensions,
 // per family whether the namespace had 16 sockets or none, and the daemons of the 16-host
 // benchmark cluster, reading the table each tick, spent 40 % of its 2 CPUs on it
 // (Documentation/performance/socket-lookup-session30). An IPv4 tuple also finds a dual-stack
-// socket's IPv4 connection: it is hashed by its IPv4 addresses.
-void encode_exact_lookup(RequestBuffer &request, const Endpoint &local, const Endpoint &remote, uint8_t extensions)
+// socket's IPv4 connection: it is hashed by its IPv4 addresses. The kernel does not look at the
+// states asked for (it answers with the socket in whatever state it is): the caller checks.
+void encode_exact_lookup(nlmsghdr *nlh, const Endpoint &local, const Endpoint &remote, uint8_t extensions)
 {
-	nlmsghdr *nlh = request.nlh();
 	nlh->nlmsg_type = SOCK_DIAG_BY_FAMILY;
 	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
 	auto *req = static_cast<inet_diag_req_v2 *>(mnl_nlmsg_put_extra_header(nlh, sizeof(inet_diag_req_v2)));
@@ -116,27 +119,22 @@ void encode_exact_lookup(RequestBuffer &request, const Endpoint &local, const En
 	req->id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
 }
 
-// The established socket with this 4-tuple, if there is one, to `handler`. No such socket is
-// not an error (ENOENT from the kernel): the handler is not called.
-Expected<void> lookup_established(NetlinkSocket &netlink, const Endpoint &local, const Endpoint &remote,
-				  uint8_t extensions,
-				  const std::function<Expected<void>(const nlmsghdr *, const inet_diag_msg &)> &handler)
+// Every request of a batch has this size: a header and the fixed inet_diag_req_v2.
+constexpr size_t kLookupRequestSize = MNL_ALIGN(sizeof(nlmsghdr)) + MNL_ALIGN(sizeof(inet_diag_req_v2));
+// An exact lookup's reply is one message of about 1 KB with tcp_info; 8 KB leaves room for
+// what later kernels add (a truncated one is an error, not a misread). Replies and ACKs: two
+// datagrams per request.
+constexpr size_t kReplySlotSize = 8192;
+constexpr size_t kReplySlots = 2 * SocketTable::kLookupBatch;
+
+struct BatchDeleter {
+	void operator()(mnl_nlmsg_batch *batch) const noexcept { mnl_nlmsg_batch_stop(batch); }
+};
+
+Error lookup_failure(const Error &error, const TcpSocket &tuple)
 {
-	if ((local.family != AF_INET && local.family != AF_INET6) || remote.family != local.family)
-		return make_error(EINVAL, "socket lookup: " + format_endpoint(local) + " -> " + format_endpoint(remote) +
-						  " is not an IPv4 or IPv6 tuple");
-	RequestBuffer request;
-	encode_exact_lookup(request, local, remote, extensions);
-	auto done = netlink.transact(request, [&](const nlmsghdr *nlh) -> Expected<void> {
-		auto msg = diag_message(nlh);
-		if (!msg)
-			return msg.error();
-		return (*msg)->idiag_state == TCP_ESTABLISHED ? handler(nlh, **msg) : Expected<void>{};
-	});
-	if (!done && done.error().err != ENOENT)
-		return detail::with_context(done.error(), "sock_diag lookup of " + format_endpoint(local) + " -> " +
-								  format_endpoint(remote));
-	return {};
+	return detail::with_context(error, "sock_diag lookup of " + format_endpoint(tuple.local) + " -> " +
+						   format_endpoint(tuple.remote));
 }
 
 Expected<TcpSocket> decode_socket(const nlmsghdr *nlh)
@@ -195,61 +193,186 @@ Expected<std::vector<TcpSocket>> list_established_tcp(const SocketFilter &filter
 	return sockets;
 }
 
-Expected<std::vector<TcpSocket>> find_established_tcp(std::span<const TcpSocket> tuples)
+Expected<SocketTable> SocketTable::open()
 {
-	std::vector<TcpSocket> sockets;
-	if (tuples.empty())
-		return sockets;
 	auto netlink = open_sock_diag();
 	if (!netlink)
 		return netlink.error();
-	for (const TcpSocket &tuple : tuples) {
-		auto done = lookup_established(*netlink, tuple.local, tuple.remote, 0,
-					       [&](const nlmsghdr *nlh, const inet_diag_msg &) -> Expected<void> {
-						       auto socket = decode_socket(nlh);
-						       if (!socket)
-							       return socket.error();
-						       if (socket->inode != 0)
-							       sockets.push_back(*socket);
-						       return {};
-					       });
-		if (!done)
+	// The kernel answers a batch before its sendmsg returns, and acknowledges every request
+	// (or reports ENOBUFS where it could not queue an answer): a wait this long means a bug,
+	// and the daemon's loop must not hang on it.
+	const timeval timeout{.tv_sec = 1, .tv_usec = 0};
+	if (::setsockopt(netlink->fd(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout)) != 0)
+		return system_error(errno, "sock_diag socket: cannot set a receive timeout");
+	return SocketTable(std::move(*netlink));
+}
+
+Expected<void> SocketTable::lookup(std::span<const TcpSocket> tuples, uint8_t extensions,
+				   const std::function<Expected<void>(size_t, const nlmsghdr *)> &on_reply)
+{
+	// All tuples are checked before the first is asked for.
+	for (const TcpSocket &tuple : tuples)
+		if ((tuple.local.family != AF_INET && tuple.local.family != AF_INET6) ||
+		    tuple.remote.family != tuple.local.family)
+			return make_error(EINVAL, "socket lookup: " + format_endpoint(tuple.local) + " -> " +
+							  format_endpoint(tuple.remote) + " is not an IPv4 or IPv6 tuple");
+	for (size_t first = 0; first < tuples.size(); first += kLookupBatch) {
+		const auto batch = tuples.subspan(first, std::min(kLookupBatch, tuples.size() - first));
+		if (auto done = lookup_batch(batch, first, extensions, on_reply); !done)
 			return done.error();
 	}
+	return {};
+}
+
+Expected<void> SocketTable::lookup_batch(std::span<const TcpSocket> tuples, size_t first_index, uint8_t extensions,
+					 const std::function<Expected<void>(size_t, const nlmsghdr *)> &on_reply)
+{
+	// libmnl's batch wants room for one message past its limit.
+	alignas(nlmsghdr) char requests[2 * kLookupBatch * kLookupRequestSize];
+	const std::unique_ptr<mnl_nlmsg_batch, BatchDeleter> batch(
+		mnl_nlmsg_batch_start(requests, kLookupBatch * kLookupRequestSize));
+	if (!batch)
+		return make_error(ENOMEM, "sock_diag lookup: no memory for a batch");
+	const uint32_t first_seq = next_seq_;
+	for (const TcpSocket &tuple : tuples) {
+		nlmsghdr *nlh = mnl_nlmsg_put_header(mnl_nlmsg_batch_current(batch.get()));
+		encode_exact_lookup(nlh, tuple.local, tuple.remote, extensions);
+		nlh->nlmsg_seq = next_seq_++;
+		mnl_nlmsg_batch_next(batch.get());
+	}
+	if (mnl_socket_sendto(netlink_.raw(), mnl_nlmsg_batch_head(batch.get()), mnl_nlmsg_batch_size(batch.get())) < 0)
+		return system_error(errno, "sock_diag lookup: cannot send");
+	lookups_sent_ += tuples.size();
+	++batches_sent_;
+
+	if (!reply_slots_)
+		reply_slots_.reset(new char[kReplySlots * kReplySlotSize]); // uninitialised on purpose
+	std::array<iovec, kReplySlots> iov{};
+	std::array<mmsghdr, kReplySlots> datagrams{};
+	std::array<bool, kLookupBatch> answered{};
+	size_t pending = tuples.size();
+	std::optional<Error> failure; // the first; the batch is still read to its end
+	while (pending > 0) {
+		for (size_t i = 0; i < kReplySlots; ++i) {
+			iov[i] = {reply_slots_.get() + i * kReplySlotSize, kReplySlotSize};
+			datagrams[i].msg_hdr = {};
+			datagrams[i].msg_hdr.msg_iov = &iov[i];
+			datagrams[i].msg_hdr.msg_iovlen = 1;
+		}
+		// The kernel answered every request before sendmsg returned: this wait is for none.
+		const int received = ::recvmmsg(netlink_.fd(), datagrams.data(), kReplySlots, MSG_WAITFORONE, nullptr);
+		if (received < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return make_error(ETIMEDOUT, "sock_diag lookup: " + std::to_string(pending) +
+								     " requests unanswered after 1 s");
+			return system_error(errno, "sock_diag lookup: cannot receive");
+		}
+		for (int d = 0; d < received; ++d) {
+			if (datagrams[d].msg_hdr.msg_flags & MSG_TRUNC)
+				return make_error(EMSGSIZE, "sock_diag lookup: a reply larger than " +
+								    std::to_string(kReplySlotSize) + " bytes");
+			int left = static_cast<int>(datagrams[d].msg_len);
+			for (auto *nlh = reinterpret_cast<const nlmsghdr *>(iov[d].iov_base); mnl_nlmsg_ok(nlh, left);
+			     nlh = mnl_nlmsg_next(nlh, &left)) {
+				const uint32_t offset = nlh->nlmsg_seq - first_seq;
+				if (offset >= tuples.size() || answered[offset])
+					continue; // of an earlier batch that failed
+				const TcpSocket &tuple = tuples[offset];
+				if (nlh->nlmsg_type == NLMSG_ERROR) {
+					// The ACK, or the error in its place; ENOENT: nobody's tuple.
+					const std::span<const char> request(requests + offset * kLookupRequestSize,
+									    kLookupRequestSize);
+					if (auto error = decode_ack(nlh, request); error && error->err != ENOENT && !failure)
+						failure = lookup_failure(*error, tuple);
+					answered[offset] = true;
+					--pending;
+				} else if (nlh->nlmsg_type < NLMSG_MIN_TYPE) {
+					continue; // NLMSG_NOOP
+				} else if (!failure) {
+					auto msg = diag_message(nlh);
+					if (!msg)
+						failure = lookup_failure(msg.error(), tuple);
+					else if ((*msg)->idiag_state != TCP_ESTABLISHED)
+						continue;
+					else if (auto handled = on_reply(first_index + offset, nlh); !handled)
+						failure = lookup_failure(handled.error(), tuple);
+				}
+			}
+		}
+	}
+	if (failure)
+		return std::move(*failure);
+	return {};
+}
+
+Expected<std::vector<TcpSocket>> SocketTable::find_established(std::span<const TcpSocket> tuples)
+{
+	// In the order of the tuples; one socket per tuple at most.
+	std::vector<std::optional<TcpSocket>> by_tuple(tuples.size());
+	auto done = lookup(tuples, 0, [&](size_t index, const nlmsghdr *nlh) -> Expected<void> {
+		auto socket = decode_socket(nlh);
+		if (!socket)
+			return socket.error();
+		if (socket->inode != 0)
+			by_tuple[index] = *socket;
+		return {};
+	});
+	if (!done)
+		return done.error();
+	std::vector<TcpSocket> sockets;
+	for (auto &socket : by_tuple)
+		if (socket)
+			sockets.push_back(*socket);
 	return sockets;
+}
+
+Expected<std::map<uint64_t, uint64_t>> SocketTable::written_bytes(std::span<const TcpSocket> sockets)
+{
+	std::map<uint64_t, uint64_t> written;
+	auto done = lookup(sockets, 1U << (INET_DIAG_INFO - 1), [&](size_t index, const nlmsghdr *nlh) -> Expected<void> {
+		auto message = diag_message(nlh);
+		if (!message)
+			return message.error();
+		const inet_diag_msg &msg = **message;
+		if (msg.idiag_inode != sockets[index].inode) // the tuple is another socket's now
+			return {};
+		const AttrIndex attrs = AttrIndex::of_message(nlh, sizeof(inet_diag_msg), INET_DIAG_MAX);
+		const nlattr *info = attrs[INET_DIAG_INFO];
+		if (!info)
+			return make_error(EPROTO, "sock_diag sent no tcp_info for socket " + std::to_string(msg.idiag_inode));
+		const auto acked =
+			detail::tcp_info_bytes_acked(mnl_attr_get_payload(info), mnl_attr_get_payload_len(info));
+		if (!acked)
+			return make_error(EPROTO, "this kernel's tcp_info has no tcpi_bytes_acked (Linux 4.1+)");
+		// idiag_wqueue: write_seq - snd_una, the bytes written and not yet acknowledged.
+		written[msg.idiag_inode] = *acked + msg.idiag_wqueue;
+		return {};
+	});
+	if (!done)
+		return done.error();
+	return written;
+}
+
+Expected<std::vector<TcpSocket>> find_established_tcp(std::span<const TcpSocket> tuples)
+{
+	if (tuples.empty())
+		return std::vector<TcpSocket>{};
+	auto table = SocketTable::open();
+	if (!table)
+		return table.error();
+	return table->find_established(tuples);
 }
 
 Expected<std::map<uint64_t, uint64_t>> written_bytes(std::span<const TcpSocket> sockets)
 {
-	std::map<uint64_t, uint64_t> written;
 	if (sockets.empty())
-		return written;
-	auto netlink = open_sock_diag();
-	if (!netlink)
-		return netlink.error();
-	for (const TcpSocket &wanted : sockets) {
-		auto done = lookup_established(
-			*netlink, wanted.local, wanted.remote, 1U << (INET_DIAG_INFO - 1),
-			[&](const nlmsghdr *nlh, const inet_diag_msg &msg) -> Expected<void> {
-				if (msg.idiag_inode != wanted.inode) // the tuple is another socket's now
-					return {};
-				const AttrIndex attrs = AttrIndex::of_message(nlh, sizeof(inet_diag_msg), INET_DIAG_MAX);
-				const nlattr *info = attrs[INET_DIAG_INFO];
-				if (!info)
-					return make_error(EPROTO, "sock_diag sent no tcp_info for socket " +
-									  std::to_string(msg.idiag_inode));
-				const auto acked = detail::tcp_info_bytes_acked(mnl_attr_get_payload(info),
-										mnl_attr_get_payload_len(info));
-				if (!acked)
-					return make_error(EPROTO, "this kernel's tcp_info has no tcpi_bytes_acked (Linux 4.1+)");
-				// idiag_wqueue: write_seq - snd_una, the bytes written and not yet acknowledged.
-				written[msg.idiag_inode] = *acked + msg.idiag_wqueue;
-				return {};
-			});
-		if (!done)
-			return done.error();
-	}
-	return written;
+		return std::map<uint64_t, uint64_t>{};
+	auto table = SocketTable::open();
+	if (!table)
+		return table.error();
+	return table->written_bytes(sockets);
 }
 
 Expected<std::vector<ProcessSocket>> process_sockets(pid_t pid, std::span<const uint64_t> inodes)

@@ -399,6 +399,34 @@ TEST(Counters, ParsesATableOfProcNet)
 	EXPECT_FALSE(parse_proc_net_table("Tcp: A B\nTcp: 1 x\n", "Tcp"));
 }
 
+TEST(Counters, ParsesOnlyTheValuesAsked)
+{
+	constexpr std::string_view kWanted[] = {"RetransSegs", "NoSuchCounter", "MaxConn", "OutSegs"};
+	const auto tcp = gp::parse_proc_net_values(kSnmp, "Tcp", kWanted);
+	ASSERT_TRUE(tcp) << tcp.error().message;
+	ASSERT_EQ(tcp->size(), 4u);
+	EXPECT_EQ((*tcp)[0], 473);
+	EXPECT_FALSE((*tcp)[1]);
+	EXPECT_EQ((*tcp)[2], -1);
+	EXPECT_EQ((*tcp)[3], 402563);
+	constexpr std::string_view kTimeouts[] = {"TCPTimeouts"};
+	const auto ext = gp::parse_proc_net_values(kNetstat, "TcpExt", kTimeouts);
+	ASSERT_TRUE(ext);
+	EXPECT_EQ(ext->front(), 17);
+	EXPECT_FALSE(gp::parse_proc_net_values(kNetstat, "Tcp", kTimeouts)); // "TcpExt:" is another table
+	// The lines must pair up, whichever is longer; a value not asked for need not be a number.
+	constexpr std::string_view kA[] = {"A"};
+	const auto short_values = gp::parse_proc_net_values("Tcp: A B\nTcp: 1\n", "Tcp", kA);
+	ASSERT_FALSE(short_values);
+	EXPECT_NE(short_values.error().message.find("2 names but 1 values"), std::string::npos)
+		<< short_values.error().message;
+	EXPECT_FALSE(gp::parse_proc_net_values("Tcp: A\nTcp: 1 2 3\n", "Tcp", kA));
+	EXPECT_EQ(gp::parse_proc_net_values("Tcp: A B\nTcp: 1 x\n", "Tcp", kA)->front(), 1);
+	constexpr std::string_view kB[] = {"B"};
+	EXPECT_FALSE(gp::parse_proc_net_values("Tcp: A B\nTcp: 1 x\n", "Tcp", kB));
+	EXPECT_FALSE(gp::parse_proc_net_values("", "Tcp", kA));
+}
+
 TEST(Counters, SnapshotPicksTheTrackedCounters)
 {
 	const auto s = snapshot_from_texts(kNetstat, kSnmp);

@@ -9,6 +9,7 @@
 //   BM_DumpEstablished      list_established_tcp(): the dump (IPv4 and IPv6)
 //   BM_FindByTuple/N        find_established_tcp() for N connections
 //   BM_WrittenBytes/N       written_bytes() for N connections (with tcp_info)
+//   BM_WrittenBytesOpenTable/N  the same on a SocketTable kept open: a gappaced tick
 //   BM_ProcessTuples/N      process_tcp_tuples() of this process, which holds both ends of N
 //                           connections, and find_established_tcp() of them: what a phase
 //                           whose peers are named by address alone costs
@@ -140,6 +141,26 @@ void BM_WrittenBytes(benchmark::State &state)
 	}
 }
 BENCHMARK(BM_WrittenBytes)->Arg(16)->Arg(64)->Unit(benchmark::kMicrosecond);
+
+// What the daemon's tick costs: the same on a SocketTable it keeps open.
+void BM_WrittenBytesOpenTable(benchmark::State &state)
+{
+	LoopbackConnections connections(static_cast<int>(state.range(0)));
+	auto table = stock::SocketTable::open();
+	if (!connections.ok() || !table) {
+		state.SkipWithError(table ? "cannot set up loopback connections" : table.error().message.c_str());
+		return;
+	}
+	for (auto _ : state) {
+		auto written = table->written_bytes(connections.sockets());
+		if (!written || written->size() != connections.sockets().size()) {
+			state.SkipWithError(written ? "a connection was not found" : written.error().message.c_str());
+			return;
+		}
+		benchmark::DoNotOptimize(written->size());
+	}
+}
+BENCHMARK(BM_WrittenBytesOpenTable)->Arg(16)->Arg(64)->Unit(benchmark::kMicrosecond);
 
 void BM_ProcessTuples(benchmark::State &state)
 {

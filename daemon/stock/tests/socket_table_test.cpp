@@ -48,9 +48,9 @@ FarConnection connect_to_far(const NetnsPair &pair, int listen_family, std::stri
 	return out;
 }
 
-class SocketTable : public testing::NetnsTest {};
+class EstablishedSockets : public testing::NetnsTest {};
 
-TEST_P(SocketTable, FindsTheConnectionWithItsOwnerAndInode)
+TEST_P(EstablishedSockets, FindsTheConnectionWithItsOwnerAndInode)
 {
 	const int family = GetParam();
 	FarServer server(*pair_, family, FarServer::Mode::sink);
@@ -151,7 +151,110 @@ TEST_P(SocketTable, FindsTheConnectionWithItsOwnerAndInode)
 	EXPECT_TRUE(held->empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, SocketTable, ::testing::Values(AF_INET, AF_INET6),
+// A SocketTable asks in batches of kLookupBatch, on one socket for all its calls, and answers
+// every tuple as the lookup of that tuple alone would: the sockets in the tuples' order, nobody's
+// tuples left out, what each socket has written.
+TEST_P(EstablishedSockets, ManyTuplesGoInBatchesOnOneSocket)
+{
+	const int family = GetParam();
+	UniqueFd listener = pair_->far_socket(family, SOCK_STREAM);
+	Endpoint server = pair_->far_address(family);
+	sockaddr_storage address{};
+	socklen_t len = sizeof(address);
+	ASSERT_TRUE(listener);
+	address.ss_family = static_cast<sa_family_t>(family);
+	ASSERT_EQ(bind(listener.get(), reinterpret_cast<sockaddr *>(&address),
+		       family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in)), 0);
+	ASSERT_EQ(listen(listener.get(), 64), 0);
+	ASSERT_EQ(getsockname(listener.get(), reinterpret_cast<sockaddr *>(&address), &len), 0);
+	server.port = from_socket_address(address).port;
+
+	// 40 connections from this (near) thread; after every third, a tuple nobody has.
+	constexpr size_t kConnections = 40;
+	std::vector<UniqueFd> clients, accepted;
+	std::vector<TcpSocket> tuples, watched;
+	for (size_t i = 0; i < kConnections; ++i) {
+		UniqueFd client(socket(family, SOCK_STREAM, 0));
+		ASSERT_TRUE(client);
+		sockaddr_storage far{};
+		far.ss_family = static_cast<sa_family_t>(family);
+		if (family == AF_INET6) {
+			auto *in6 = reinterpret_cast<sockaddr_in6 *>(&far);
+			std::memcpy(&in6->sin6_addr, server.address.data(), server.address_size());
+			in6->sin6_port = htons(server.port);
+			len = sizeof(sockaddr_in6);
+		} else {
+			auto *in4 = reinterpret_cast<sockaddr_in *>(&far);
+			std::memcpy(&in4->sin_addr, server.address.data(), server.address_size());
+			in4->sin_port = htons(server.port);
+			len = sizeof(sockaddr_in);
+		}
+		ASSERT_EQ(connect(client.get(), reinterpret_cast<sockaddr *>(&far), len), 0) << std::strerror(errno);
+		accepted.emplace_back(accept(listener.get(), nullptr, nullptr));
+		ASSERT_TRUE(accepted.back());
+		sockaddr_storage local{};
+		len = sizeof(local);
+		ASSERT_EQ(getsockname(client.get(), reinterpret_cast<sockaddr *>(&local), &len), 0);
+		struct stat st {};
+		ASSERT_EQ(fstat(client.get(), &st), 0);
+		TcpSocket tuple;
+		tuple.local = unmapped(from_socket_address(local));
+		tuple.remote = server;
+		tuple.inode = st.st_ino;
+		tuples.push_back(tuple);
+		watched.push_back(tuple);
+		if (i % 3 == 2) {
+			tuple.remote.port = static_cast<uint16_t>(server.port + 1);
+			tuples.push_back(tuple);
+		}
+		clients.push_back(std::move(client));
+	}
+	ASSERT_GT(tuples.size(), 3 * SocketTable::kLookupBatch) << "several batches, the last one partial";
+
+	auto table = SocketTable::open();
+	ASSERT_TRUE(table) << table.error().message;
+	auto found = table->find_established(tuples);
+	ASSERT_TRUE(found) << found.error().message;
+	ASSERT_EQ(found->size(), kConnections);
+	for (size_t i = 0; i < kConnections; ++i) {
+		EXPECT_EQ((*found)[i].inode, watched[i].inode) << "connection " << i;
+		EXPECT_EQ((*found)[i].local, watched[i].local);
+		EXPECT_EQ((*found)[i].remote, server);
+	}
+	const size_t batches = (tuples.size() + SocketTable::kLookupBatch - 1) / SocketTable::kLookupBatch;
+	EXPECT_EQ(table->lookups_sent(), tuples.size());
+	EXPECT_EQ(table->batches_sent(), batches);
+
+	// What each has written, on the same socket: only the one written on grows.
+	auto before = table->written_bytes(watched);
+	ASSERT_TRUE(before) << before.error().message;
+	ASSERT_EQ(before->size(), kConnections);
+	const std::vector<char> data(3000, 'x');
+	ASSERT_EQ(send(clients[kConnections - 3].get(), data.data(), data.size(), 0), static_cast<ssize_t>(data.size()));
+	auto after = table->written_bytes(watched);
+	ASSERT_TRUE(after) << after.error().message;
+	ASSERT_EQ(after->size(), kConnections);
+	for (size_t i = 0; i < kConnections; ++i)
+		EXPECT_EQ(after->at(watched[i].inode) - before->at(watched[i].inode), i == kConnections - 3 ? data.size() : 0)
+			<< "connection " << i;
+	EXPECT_EQ(table->batches_sent(), batches + 2 * ((kConnections + SocketTable::kLookupBatch - 1) /
+							 SocketTable::kLookupBatch));
+
+	// A bad tuple anywhere: refused before anything is asked; the table still answers.
+	const uint64_t sent = table->lookups_sent();
+	std::vector<TcpSocket> with_bad = watched;
+	with_bad[25].remote = pair_->far_address(family == AF_INET ? AF_INET6 : AF_INET);
+	auto refused = table->find_established(with_bad);
+	ASSERT_FALSE(refused);
+	EXPECT_EQ(refused.error().err, EINVAL);
+	EXPECT_EQ(table->lookups_sent(), sent);
+	found = table->find_established({watched.data() + 30, 1});
+	ASSERT_TRUE(found) << found.error().message;
+	ASSERT_EQ(found->size(), 1u);
+	EXPECT_EQ(found->front().inode, watched[30].inode);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, EstablishedSockets, ::testing::Values(AF_INET, AF_INET6),
 			 [](const auto &info) { return info.param == AF_INET ? "IPv4" : "IPv6"; });
 
 TEST(SocketTableNamespaces, DualStackPeersAreReportedAsIPv4)

@@ -38,6 +38,11 @@ struct TargetSocket {
 };
 
 // What one phase changed, so that its end reverts exactly that.
+// A key's part before this separator names a shared setting; what follows, if anything, names
+// this phase's hold of it (the pacing rate is the newest hold's). The daemon compares phases by
+// the settings their keys name (Daemon::superseded_lingering).
+inline constexpr char kBackendHoldSeparator = '#';
+
 struct Applied {
 	std::vector<std::string> keys;	// the backend's names of shared settings this phase holds
 	size_t paced = 0;		// sockets (stock) or destination rules (module) paced

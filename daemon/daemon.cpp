@@ -860,21 +860,63 @@ Expected<std::map<uint64_t, uint64_t>> Daemon::written_bytes(std::span<const sto
 	return written;
 }
 
+namespace {
+
+// The setting a backend key names, without the hold ("pacing PID INODE#7" -> "pacing PID INODE").
+std::string_view setting_of(std::string_view key)
+{
+	return key.substr(0, key.find(kBackendHoldSeparator));
+}
+
+} // namespace
+
+std::vector<bool> Daemon::superseded_lingering() const
+{
+	// Walked from the newest lingering phase to the oldest, with what the sender's running
+	// phases and its later lingering ones hold.
+	std::map<uint64_t, std::set<std::string_view>> held_by_newer;
+	for (const auto &[key, phase] : phases_)
+		for (const std::string &k : phase.applied.keys)
+			held_by_newer[key.first].insert(setting_of(k));
+	std::vector<bool> superseded(lingering_.size());
+	for (size_t i = lingering_.size(); i-- > 0;) {
+		const Lingering &l = lingering_[i];
+		std::set<std::string_view> &newer = held_by_newer[l.pid];
+		superseded[i] = !l.applied.keys.empty() &&
+				std::all_of(l.applied.keys.begin(), l.applied.keys.end(),
+					    [&](const std::string &k) { return newer.contains(setting_of(k)); });
+		for (const std::string &k : l.applied.keys)
+			newer.insert(setting_of(k));
+	}
+	return superseded;
+}
+
 void Daemon::release_lingering(std::optional<uint64_t> pid, bool expired_only)
 {
 	const auto now = Clock::now();
 	std::vector<std::string> errors;
-	// One read of the socket table for every phase lingering while idle, and only if one is.
+	// A phase lingering idle past `linger` is kept while its connections carry nothing new:
+	// one read of the socket table for all of those, and only if one is asked about. Not for a
+	// phase that a newer one of its sender supersedes (a running phase of it, or one that ended
+	// later and lingers itself, holds every setting it holds): its release changes nothing, and
+	// back-to-back collectives leave such a phase behind at every tick.
+	const std::vector<bool> superseded = expired_only ? superseded_lingering() : std::vector<bool>(lingering_.size());
+	auto idle_checked = [&](size_t i) {
+		const Lingering &l = lingering_[i];
+		return expired_only && now >= l.until && now < l.idle_until && !l.watched.empty() && !superseded[i] &&
+		       (!pid || l.pid == *pid);
+	};
+	// Back-to-back phases of a rank linger on the same sockets: each is looked up once.
+	std::map<uint64_t, stock::TcpSocket> watched;
+	for (size_t i = 0; i < lingering_.size(); ++i)
+		if (idle_checked(i))
+			for (const stock::TcpSocket &s : lingering_[i].watched)
+				watched.emplace(s.inode, s);
 	std::optional<Expected<std::map<uint64_t, uint64_t>>> written;
 	auto written_now = [&]() -> const Expected<std::map<uint64_t, uint64_t>> & {
 		if (!written) {
-			// Back-to-back phases of a rank linger on the same sockets: each is looked up once.
-			std::map<uint64_t, stock::TcpSocket> sockets;
-			for (const Lingering &l : lingering_)
-				for (const stock::TcpSocket &s : l.watched)
-					sockets.emplace(s.inode, s);
 			std::vector<stock::TcpSocket> unique;
-			for (const auto &[inode, s] : sockets)
+			for (const auto &[inode, s] : watched)
 				unique.push_back(s);
 			written = written_bytes(unique);
 			if (!*written)
@@ -882,16 +924,19 @@ void Daemon::release_lingering(std::optional<uint64_t> pid, bool expired_only)
 		}
 		return *written;
 	};
-	for (auto it = lingering_.begin(); it != lingering_.end();) {
-		if ((pid && it->pid != *pid) || (expired_only && now < it->until) ||
-		    (expired_only && now < it->idle_until && !it->watched.empty() &&
-		     still_idle(it->written, it->watched, written_now()))) {
-			++it;
+	std::vector<Lingering> kept;
+	for (size_t i = 0; i < lingering_.size(); ++i) {
+		Lingering &l = lingering_[i];
+		if ((pid && l.pid != *pid) || (expired_only && now < l.until) ||
+		    (idle_checked(i) && still_idle(l.written, l.watched, written_now()))) {
+			kept.push_back(std::move(l));
 			continue;
 		}
-		backend_->revert(it->applied, errors);
-		it = lingering_.erase(it);
+		if (superseded[i] && now < l.idle_until)
+			++counters_.lingering_superseded;
+		backend_->revert(l.applied, errors);
 	}
+	lingering_ = std::move(kept);
 	counters_.apply_errors += errors.size();
 	for (const std::string &e : errors) {
 		log(LOG_WARNING, "revert: " + e);
@@ -1117,6 +1162,7 @@ std::string Daemon::show_json() const
 	j.field("phases_begun", c.phases_begun).field("phases_ended", c.phases_ended);
 	j.field("phases_timed_out", c.phases_timed_out).field("phases_sender_gone", c.phases_sender_gone);
 	j.field("unknown_ends", c.unknown_ends).field("apply_errors", c.apply_errors);
+	j.field("lingering_superseded", c.lingering_superseded);
 	j.field("config_reloads", c.config_reloads).field("config_errors", c.config_errors);
 	j.field("resolutions_cached", c.resolutions_cached);
 	j.field("phases_active", static_cast<uint64_t>(phases_.size()));

@@ -43,6 +43,9 @@ struct Counters {
 	uint64_t phases_timed_out = 0;
 	uint64_t phases_sender_gone = 0;
 	uint64_t unknown_ends = 0;	// END for a phase we do not know
+	// lingering phases released past `linger` because a newer phase of their sender holds
+	// every setting they hold (no linger_idle check)
+	uint64_t lingering_superseded = 0;
 	uint64_t apply_errors = 0;
 	uint64_t config_reloads = 0;
 	uint64_t config_errors = 0;
@@ -174,6 +177,9 @@ private:
 	Expected<std::map<uint64_t, uint64_t>> written_bytes(std::span<const stock::TcpSocket> sockets);
 	// ended phases whose settings are kept a little longer
 	void release_lingering(std::optional<uint64_t> pid, bool expired_only);
+	// Per lingering phase: whether a running phase of its sender, or a later lingering one,
+	// holds every setting it holds.
+	std::vector<bool> superseded_lingering() const;
 	// A collective loop begins thousands of alike phases a second: a sender's phase is logged
 	// when its plan differs from the last one logged for it, or a summary every kLogRepeatEvery.
 	struct LoggedPlan {

@@ -403,7 +403,7 @@ private:
 	NetlinkSocket socket_;
 	uint16_t family_;
 	bool kernel_has_groups_;	// the family is version 3 or later (GAPPACE_A_RULE_GROUP)
-	static constexpr char kHoldSeparator = '#';
+	static constexpr char kHoldSeparator = kBackendHoldSeparator;
 	std::map<std::string, SharedRule> rules_;
 	std::map<uint32_t, uint64_t> group_rates_; // ifindex -> the host group's installed rate
 	RouteDeviceCache devices_towards_;

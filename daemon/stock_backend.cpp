@@ -131,7 +131,7 @@ public:
 					errors.push_back(key + ": " + done.error().message);
 				floors_held_.erase(it);
 			} else if (key.starts_with("pacing ")) {
-				const size_t separator = key.rfind('#');
+				const size_t separator = key.rfind(kBackendHoldSeparator);
 				auto it = pacing_held_.find(key.substr(0, separator));
 				if (it == pacing_held_.end() || separator == std::string::npos)
 					continue;
@@ -381,7 +381,7 @@ private:
 		p.rate_bps = rate;
 		const uint64_t hold = ++last_pacing_hold_;
 		p.holds[hold] = rate;
-		applied.keys.push_back(key + "#" + std::to_string(hold));
+		applied.keys.push_back(key + kBackendHoldSeparator + std::to_string(hold));
 		++applied.paced;
 	}
 

@@ -432,6 +432,19 @@ cp "$TMP/good.toml" "$TMP/gappaced.toml"; kill -HUP "$DAEMON_PID"; sleep 3.3 # t
 sed -e 's/^linger_idle = "0s"$/linger = "50ms"\nlinger_idle = "1s"/' "$TMP/good.toml" >"$TMP/gappaced.toml"
 grep -q '^linger_idle = "1s"$' "$TMP/gappaced.toml" || { echo "FAIL the linger_idle config was not written"; exit 1; }
 kill -HUP "$DAEMON_PID"; sleep 0.3
+# A lingering phase that a newer one of its sender supersedes (running on the same connection:
+# it holds every setting the old one holds) goes at `linger`, without a look at what the
+# connection carried; the settings stay with the running phase.
+first=$(say begin alltoall 1048576 10.213.0.2 | awk '/^phase/{print $2}')
+say end "$first" >/dev/null
+second=$(say begin alltoall 1048576 10.213.0.2 | awk '/^phase/{print $2}')
+superseded=$(counter lingering_superseded)
+sleep 0.4 # linger and a few ticks
+check "linger_idle: the phase a running one supersedes is released ($(counter phases_lingering) lingering)" \
+	test "$(counter phases_lingering)" -eq 0
+check "linger_idle: counted as superseded" test "$(counter lingering_superseded)" -eq $((superseded + 1))
+check "linger_idle: the running phase keeps the pacing ($(say pacing))" test "$(say pacing)" = "pacing 12500000"
+say end "$second" >/dev/null
 phase=$(say begin alltoall 1048576 10.213.0.2 | awk '/^phase/{print $2}')
 sleep 0.3
 say end "$phase" >/dev/null

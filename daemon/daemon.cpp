@@ -870,18 +870,28 @@ std::string_view setting_of(std::string_view key)
 
 } // namespace
 
-std::vector<bool> Daemon::superseded_lingering() const
+std::vector<bool> Daemon::superseded_lingering(Clock::time_point now) const
 {
+	std::vector<bool> superseded(lingering_.size());
+	// Only the senders of phases that would be checked: past `linger`, within `linger_idle`.
+	std::map<uint64_t, std::set<std::string_view>> held_by_newer;
+	for (const Lingering &l : lingering_)
+		if (now >= l.until && now < l.idle_until && !l.watched.empty())
+			held_by_newer.try_emplace(l.pid);
+	if (held_by_newer.empty())
+		return superseded;
 	// Walked from the newest lingering phase to the oldest, with what the sender's running
 	// phases and its later lingering ones hold.
-	std::map<uint64_t, std::set<std::string_view>> held_by_newer;
 	for (const auto &[key, phase] : phases_)
-		for (const std::string &k : phase.applied.keys)
-			held_by_newer[key.first].insert(setting_of(k));
-	std::vector<bool> superseded(lingering_.size());
+		if (auto held = held_by_newer.find(key.first); held != held_by_newer.end())
+			for (const std::string &k : phase.applied.keys)
+				held->second.insert(setting_of(k));
 	for (size_t i = lingering_.size(); i-- > 0;) {
 		const Lingering &l = lingering_[i];
-		std::set<std::string_view> &newer = held_by_newer[l.pid];
+		const auto held = held_by_newer.find(l.pid);
+		if (held == held_by_newer.end())
+			continue;
+		std::set<std::string_view> &newer = held->second;
 		superseded[i] = !l.applied.keys.empty() &&
 				std::all_of(l.applied.keys.begin(), l.applied.keys.end(),
 					    [&](const std::string &k) { return newer.contains(setting_of(k)); });
@@ -900,7 +910,8 @@ void Daemon::release_lingering(std::optional<uint64_t> pid, bool expired_only)
 	// phase that a newer one of its sender supersedes (a running phase of it, or one that ended
 	// later and lingers itself, holds every setting it holds): its release changes nothing, and
 	// back-to-back collectives leave such a phase behind at every tick.
-	const std::vector<bool> superseded = expired_only ? superseded_lingering() : std::vector<bool>(lingering_.size());
+	const std::vector<bool> superseded =
+		expired_only ? superseded_lingering(now) : std::vector<bool>(lingering_.size());
 	auto idle_checked = [&](size_t i) {
 		const Lingering &l = lingering_[i];
 		return expired_only && now >= l.until && now < l.idle_until && !l.watched.empty() && !superseded[i] &&

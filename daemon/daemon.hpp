@@ -177,9 +177,9 @@ private:
 	Expected<std::map<uint64_t, uint64_t>> written_bytes(std::span<const stock::TcpSocket> sockets);
 	// ended phases whose settings are kept a little longer
 	void release_lingering(std::optional<uint64_t> pid, bool expired_only);
-	// Per lingering phase: whether a running phase of its sender, or a later lingering one,
-	// holds every setting it holds.
-	std::vector<bool> superseded_lingering() const;
+	// Per lingering phase that would have its idle check `now`: whether a running phase of its
+	// sender, or a later lingering one, holds every setting it holds.
+	std::vector<bool> superseded_lingering(std::chrono::steady_clock::time_point now) const;
 	// A collective loop begins thousands of alike phases a second: a sender's phase is logged
 	// when its plan differs from the last one logged for it, or a summary every kLogRepeatEvery.
 	struct LoggedPlan {

@@ -823,7 +823,8 @@ bool still_idle(std::map<uint64_t, uint64_t> &baseline, std::span<const stock::T
 
 } // namespace
 
-Expected<stock::SocketTable *> Daemon::socket_table()
+template <class Lookup>
+std::invoke_result_t<Lookup, stock::SocketTable &> Daemon::with_socket_table(Lookup &&lookup)
 {
 	if (!socket_table_) {
 		auto opened = stock::SocketTable::open();
@@ -831,33 +832,24 @@ Expected<stock::SocketTable *> Daemon::socket_table()
 			return opened.error();
 		socket_table_.emplace(std::move(*opened));
 	}
-	return &*socket_table_;
+	auto result = lookup(*socket_table_);
+	if (!result)
+		socket_table_.reset(); // a fresh socket for the next, whatever this one's state
+	return result;
 }
 
 Expected<std::vector<stock::TcpSocket>> Daemon::find_established(std::span<const stock::TcpSocket> tuples)
 {
 	if (tuples.empty())
 		return std::vector<stock::TcpSocket>{};
-	auto table = socket_table();
-	if (!table)
-		return table.error();
-	auto found = (*table)->find_established(tuples);
-	if (!found)
-		socket_table_.reset(); // a fresh socket for the next, whatever this one's state
-	return found;
+	return with_socket_table([&](stock::SocketTable &table) { return table.find_established(tuples); });
 }
 
 Expected<std::map<uint64_t, uint64_t>> Daemon::written_bytes(std::span<const stock::TcpSocket> sockets)
 {
 	if (sockets.empty())
 		return std::map<uint64_t, uint64_t>{};
-	auto table = socket_table();
-	if (!table)
-		return table.error();
-	auto written = (*table)->written_bytes(sockets);
-	if (!written)
-		socket_table_.reset();
-	return written;
+	return with_socket_table([&](stock::SocketTable &table) { return table.written_bytes(sockets); });
 }
 
 namespace {

@@ -20,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "backend.hpp"
@@ -172,7 +173,9 @@ private:
 	// The sock_diag socket of the resolutions and the linger_idle checks, opened on first use
 	// and again after an error.
 	std::optional<stock::SocketTable> socket_table_;
-	Expected<stock::SocketTable *> socket_table();
+	// Runs `lookup` on socket_table_ (opened here if need be); a failed lookup closes it.
+	template <class Lookup>
+	std::invoke_result_t<Lookup, stock::SocketTable &> with_socket_table(Lookup &&lookup);
 	Expected<std::vector<stock::TcpSocket>> find_established(std::span<const stock::TcpSocket> tuples);
 	Expected<std::map<uint64_t, uint64_t>> written_bytes(std::span<const stock::TcpSocket> sockets);
 	// ended phases whose settings are kept a little longer

@@ -10,19 +10,23 @@
 namespace gp {
 namespace {
 
+// The next blank-separated word of `line` from `at` on; empty at the end.
+std::string_view next_word(std::string_view line, size_t &at)
+{
+	while (at < line.size() && (line[at] == ' ' || line[at] == '\t'))
+		++at;
+	const size_t start = at;
+	while (at < line.size() && line[at] != ' ' && line[at] != '\t')
+		++at;
+	return line.substr(start, at - start);
+}
+
 std::vector<std::string_view> split_words(std::string_view line)
 {
 	std::vector<std::string_view> words;
-	size_t i = 0;
-	while (i < line.size()) {
-		while (i < line.size() && (line[i] == ' ' || line[i] == '\t'))
-			++i;
-		const size_t start = i;
-		while (i < line.size() && line[i] != ' ' && line[i] != '\t')
-			++i;
-		if (i > start)
-			words.push_back(line.substr(start, i - start));
-	}
+	size_t at = 0;
+	for (std::string_view word = next_word(line, at); !word.empty(); word = next_word(line, at))
+		words.push_back(word);
 	return words;
 }
 
@@ -80,17 +84,6 @@ Error counts_differ(std::string_view table, size_t names, size_t values)
 {
 	return make_error(EINVAL, "\"" + std::string(table) + ":\": " + std::to_string(names) + " names but " +
 					  std::to_string(values) + " values");
-}
-
-// The next blank-separated word of `line` from `at` on; empty at the end.
-std::string_view next_word(std::string_view line, size_t &at)
-{
-	while (at < line.size() && (line[at] == ' ' || line[at] == '\t'))
-		++at;
-	const size_t start = at;
-	while (at < line.size() && line[at] != ' ' && line[at] != '\t')
-		++at;
-	return line.substr(start, at - start);
 }
 
 } // namespace

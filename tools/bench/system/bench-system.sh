@@ -316,7 +316,7 @@ run_mpi() { # VARIANT SIZE N_LEFT -> one JSON line: the collectives report plus 
 	for i in "${!GPC_HOSTS[@]}"; do before+=("$(tcp_counters "${GPC_HOST_NS[$i]}")"); done
 	local out rc=0
 	out=$(gp_cluster_mpirun --mpi openmpi --timeout "$CELL_TIMEOUT" "${env[@]}" -- \
-		"$program" --size "$m" --iters "$iters" --warmup "$warmup" --kinds alltoall 2>"$TMP/mpi.err") || rc=$?
+		"$program" --size "$m" --iters "$iters" --warmup "$warmup" --kinds alltoall --no-barrier 2>"$TMP/mpi.err") || rc=$?
 	for i in "${!GPC_HOSTS[@]}"; do after+=("$(tcp_counters "${GPC_HOST_NS[$i]}")"); done
 	local delta
 	delta=$(jq -n -c --argjson b "$(printf '%s\n' "${before[@]}" | jq -s .)" --argjson a "$(printf '%s\n' "${after[@]}" | jq -s .)" \
@@ -328,9 +328,9 @@ run_mpi() { # VARIANT SIZE N_LEFT -> one JSON line: the collectives report plus 
 	jq -c --argjson tcp "$delta" --argjson c "$C_BPS" --argjson x "$cross_pairs" --argjson rc "$rc" \
 		'. as $r | ($r.results // [] | map(select(.kind == "alltoall")) | .[0]) as $a
 		 | $r + {rc: $rc, tcp: $tcp,
-		   seconds: ($a.total_s // null),
+		   seconds: ($a.loop_s // null),
 		   bytes_cross: (if $a then ($r.iters * $x * $r.size) else null end),
-		   fraction_of_capacity: (if $a and $a.total_s > 0 then ($r.iters * $x * $r.size * 8) / ($a.total_s * 2 * $c) else null end),
+		   fraction_of_capacity: (if $a and $a.loop_s > 0 then ($r.iters * $x * $r.size * 8) / ($a.loop_s * 2 * $c) else null end),
 		   iteration_us: {p50: $a.p50_us, p99: $a.p99_us, max: $a.max_us},
 		   stalled_iterations: null}' <<<"$line"
 }

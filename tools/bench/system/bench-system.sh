@@ -27,6 +27,8 @@
 #   OUT/cells.csv    per cell: median, min and max of the fraction of capacity, timeouts, ...
 #   OUT/results.md   the tables Documentation/performance.md quotes (generated, never edited)
 #   OUT/TOPOLOGY.png bandwidth vs message size, one line per variant (gnuplot)
+#   OUT/daemon-TOPO-SIZE-VARIANT[-repN]-hX.json  each daemon's `gapctl daemon show` at the
+#                    end of the cell (and of each repetition): its phases, plans and counters
 #
 # Variants (the issue's letters):
 #   stock         (a) stock Linux, cubic, nothing changed
@@ -394,8 +396,11 @@ for topo in "${TOPOS[@]}"; do
 					# repetitions): predicted, calibrated and measured times. A
 					# phase that brought a quiet summary adds one entry for the phases its
 					# sender skipped: their mean time, with what they were advised under.
+					# Each host's whole record is kept per repetition too, for the run
+					# that reads apart from the others (daemon-TOPO-SIZE-VARIANT-repN-hX.json).
 					for i in "${!GPC_HOSTS[@]}"; do
 						gp_daemon_show "$i" "$BUILD" 2>/dev/null |
+							tee "$OUT/daemon-$topo-$size-$variant-rep$rep-${GPC_HOSTS[$i]}.json" |
 							jq -c --arg topo "$topo" --arg variant "$variant" --argjson m "$m" --argjson rep "$rep" \
 								--arg host "${GPC_HOSTS[$i]}" --argjson since "$rep_began_ms" \
 								'{topology: $topo, variant: $variant, msg: $m, rep: $rep, host: $host,

@@ -558,7 +558,7 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 				  models::plan_name(model_kind) + "; ";
 		else if (directive == models::LossDirective::Floored)
 			reason += "loss check: floored (no segment lost of " + std::to_string(s.trial_sent) + " in " +
-				  std::to_string(s.trial_phases) + " trial phases, then timeouts unpaced; " +
+				  std::to_string(s.trial_phases) + " trial phases, then " + s.last_failure + " unpaced; " +
 				  std::to_string(s.floored_lost) + " of " + std::to_string(s.floored_sent) + " segments lost, " +
 				  std::to_string(s.floored_timeouts) + " timeouts since): rto instead of " +
 				  models::plan_name(model_kind) + "; ";

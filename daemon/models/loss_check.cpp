@@ -114,10 +114,12 @@ LossDirective LossCheck::on_begin(Entry &e, const std::optional<HostTcpCounters>
 		if (!now)
 			return LossDirective::Lossless; // judged at the next reading
 		if (const char *why = judge(e, *now); *why) {
-			// Timeouts after a clean trial: rare tail losses, which the floor makes cheap
-			// without taking the host out of step with the others (loss_check.hpp, 4.).
-			if (std::string_view(why) == "timeouts") {
-				enter_floored(e, *now);
+			// Timeouts after a clean trial, or losses in window after window that cost less
+			// than pacing would: rare losses, any of them a tail loss that waits for the RTO,
+			// which the floor makes cheap without taking the host out of step with the others
+			// (loss_check.hpp, 4.).
+			if (std::string_view(why) == "timeouts" || std::string_view(why) == "rare losses") {
+				enter_floored(e, *now, why);
 				return LossDirective::Floored;
 			}
 			fail(e, why);
@@ -163,7 +165,7 @@ void LossCheck::enter_lossless(Entry &e, const HostTcpCounters &now)
 	s.settling = true;
 	e.previous = e.audited = e.weighed = now;
 	e.lossless_at_us = now.at_us;
-	e.over_budget = false;
+	e.over_budget = e.losing = e.losing_on = false;
 }
 
 namespace {
@@ -202,17 +204,17 @@ uint64_t timeouts_that_lost(const HostTcpCounters &from, const HostTcpCounters &
 	return losses(from, to, to).timeouts;
 }
 
-void LossCheck::enter_floored(Entry &e, const HostTcpCounters &now)
+void LossCheck::enter_floored(Entry &e, const HostTcpCounters &now, const char *why)
 {
 	LossCheckState &s = e.state;
 	schedule_retry(e);
 	s.stage = LossStage::Floored;
 	s.settling = false;
-	s.last_failure = "timeouts";
+	s.last_failure = why;
 	++s.floored;
 	s.floored_sent = s.floored_lost = s.floored_timeouts = 0;
 	e.previous = e.audited = e.window = e.weighed = now;
-	e.over_budget = false;
+	e.over_budget = e.losing = e.losing_on = false;
 }
 
 const char *LossCheck::judge(Entry &e, const HostTcpCounters &now)
@@ -258,7 +260,9 @@ const char *LossCheck::judge(Entry &e, const HostTcpCounters &now)
 	if (window.timeouts &&
 	    static_cast<double>(window.timeouts) * stock_rto_us_ > kTimeoutShareMax * window.elapsed_us)
 		return "timeouts";
-	return judge_losses(e, now);
+	if (const char *why = judge_losses(e, now); *why)
+		return why;
+	return e.losing_on ? "rare losses" : "";
 }
 
 // The losses since the last judgment: their recovery time against the paced plan's slack, over
@@ -275,6 +279,9 @@ const char *LossCheck::judge_losses(Entry &e, const HostTcpCounters &now)
 					  (std::max(0.0, b.paced_slack) + kPacingOverhead) * window.elapsed_us;
 		const bool sustained = over && e.over_budget;
 		e.over_budget = over;
+		const bool losing = window.lost >= kBudgetMinLosses;
+		e.losing_on = losing && e.losing;
+		e.losing = losing;
 		if (sustained)
 			return "recovery";
 	}

@@ -691,8 +691,9 @@ TEST(ModelPlanner, TheHostsCountersOverrideALossVerdictTheyRefute)
 	{
 		const Config config = two_sided();
 		// Two seconds in each of which the host lost under 1 % of 20000 segments, whose recovery
-		// took more than (slack + 5 %) of it; and, on another host, a tenth of that.
-		for (double share : {1.0, 0.1}) {
+		// took more than (slack + 5 %) of it; on another host, a tenth of that: rare losses, which
+		// take the floor alone (loss_check.hpp, 3.); on a third, fewer than three a second.
+		for (double share : {1.0, 0.1, 0.04}) {
 			auto planner = model_planner(config);
 			models::HostTcpCounters host;
 			planner->set_counter_source([&] { return std::optional<models::HostTcpCounters>(host); });
@@ -706,6 +707,10 @@ TEST(ModelPlanner, TheHostsCountersOverrideALossVerdictTheyRefute)
 			EXPECT_GE(slack, 0);
 			const auto lost = static_cast<uint64_t>(std::ceil(share * (slack + 0.06) * 1e6 / 5000));
 			ASSERT_LT(lost, 200u) << "under the 1 % backstop";
+			if (share == 0.1)
+				ASSERT_GE(lost, models::LossCheck::kBudgetMinLosses);
+			if (share == 0.04)
+				ASSERT_LT(lost, models::LossCheck::kBudgetMinLosses);
 			for (int second = 0; second < 2; ++second) { // a rate, not a burst: two windows
 				host.segments_sent += 20000;
 				host.segments_retransmitted += lost;
@@ -716,6 +721,11 @@ TEST(ModelPlanner, TheHostsCountersOverrideALossVerdictTheyRefute)
 				EXPECT_EQ(plan_kind(plan), models::PlanKind::Both) << lost << " lost: " << plan.reason;
 				const std::string after = described(*planner);
 				EXPECT_NE(after.find("\"last_failure\":\"recovery\""), std::string::npos) << after;
+			} else if (lost >= models::LossCheck::kBudgetMinLosses) {
+				EXPECT_EQ(plan_kind(plan), models::PlanKind::Rto) << lost << " lost: " << plan.reason;
+				EXPECT_EQ(plan.rate_bps, std::vector<uint64_t>(peers.size(), 0)) << "unpaced";
+				const std::string after = described(*planner);
+				EXPECT_NE(after.find("\"last_failure\":\"rare losses\""), std::string::npos) << after;
 			} else {
 				EXPECT_TRUE(plan.empty()) << lost << " lost: " << plan.reason;
 			}

@@ -133,16 +133,19 @@ TEST(LossCheck, AuditsEndAVerdictWhenLossesAppear)
 	h2.phase(5000, 1e6, 100);
 	EXPECT_EQ(run_phase(again, h2), LossDirective::Model);
 	EXPECT_STREQ(again.state(kKey)->last_failure, "losses");
-	// Where the models' plan does not pace (no budget), a residue below 1 % is tolerated:
-	// pacing is not there to prevent it.
+	// Where the models' plan does not pace (no budget), a residue below 1 % is not pacing's to
+	// prevent: the phases stay unpaced. Lost in one second after another, though, any of those
+	// segments can be a tail that waits for the RTO: the floor alone, as after a timeout.
 	LossCheck residue(4);
 	Host h3;
 	for (int i = 0; i < 4; ++i)
 		run_phase(residue, h3);
-	for (int i = 0; i < 5; ++i) {
-		h3.phase(20000, 1e6, 100); // 0.5 %
-		EXPECT_EQ(run_phase(residue, h3), LossDirective::Lossless) << "window " << i;
-	}
+	h3.phase(20000, 1e6, 100); // 0.5 %
+	EXPECT_EQ(run_phase(residue, h3), LossDirective::Lossless) << "one window";
+	h3.phase(20000, 1e6, 100);
+	EXPECT_EQ(run_phase(residue, h3), LossDirective::Floored) << "two windows";
+	EXPECT_STREQ(residue.state(kKey)->last_failure, "rare losses");
+	EXPECT_EQ(residue.state(kKey)->failures, 1u) << "counted as a failure: tried again later";
 }
 
 // A new lossless verdict settles: until the backstop has judged kAuditSegments of its segments,
@@ -233,23 +236,46 @@ TEST(LossCheck, LossesThatCostMoreThanPacingEndAVerdict)
 			EXPECT_EQ(run_phase(check, host, 0, 0, 40, 3000, budget), LossDirective::Lossless) << "window " << i;
 		}
 	}
-	// 15 losses a second: 75 ms of each second, less than pacing's 100 ms. Unpaced stays.
+	// 15 losses a second: 75 ms of each second, less than pacing's 100 ms. Unpaced stays, and
+	// from the second such second on with the floor: those are rare losses, not a burst.
 	{
 		LossCheck check(4);
 		Host host;
 		lossless(check, host);
-		for (int i = 0; i < 5; ++i) {
+		host.phase(5000, 1e6, 15);
+		EXPECT_EQ(run_phase(check, host, 0, 0, 40, 3000, budget), LossDirective::Lossless);
+		host.phase(5000, 1e6, 15);
+		EXPECT_EQ(run_phase(check, host, 0, 0, 40, 3000, budget), LossDirective::Floored);
+		EXPECT_STREQ(check.state(kKey)->last_failure, "rare losses");
+		for (int i = 0; i < 3; ++i) {
 			host.phase(5000, 1e6, 15);
-			EXPECT_EQ(run_phase(check, host, 0, 0, 40, 3000, budget), LossDirective::Lossless) << "window " << i;
+			EXPECT_EQ(run_phase(check, host, 0, 0, 40, 3000, budget), LossDirective::Floored) << "window " << i;
 		}
-		// Pacing the models find free (the bottleneck limits the phase either way) is worth
-		// them: 75 ms > 50 ms, twice.
+	}
+	// Pacing the models find free (the bottleneck limits the phase either way) is worth them:
+	// 75 ms > 50 ms, twice. That comes before the floor.
+	{
 		const LossBudget free_pacing{kFloorUs, 5000, 0};
+		LossCheck check(4);
+		Host host;
+		lossless(check, host);
 		host.phase(5000, 1e6, 15);
 		EXPECT_EQ(run_phase(check, host, 0, 0, 40, 3000, free_pacing), LossDirective::Lossless);
 		host.phase(5000, 1e6, 15);
 		EXPECT_EQ(run_phase(check, host, 0, 0, 40, 3000, free_pacing), LossDirective::Model);
 		EXPECT_STREQ(check.state(kKey)->last_failure, "recovery");
+	}
+	// Fewer than kBudgetMinLosses in a second, or that many in seconds apart, stay lossless
+	// without the floor: a loaded machine's spurious retransmissions made the floor cost 8+8
+	// hosts a fifth of a 1 KB all-to-all.
+	{
+		LossCheck check(4);
+		Host host;
+		lossless(check, host);
+		for (int i = 0; i < 6; ++i) {
+			host.phase(5000, 1e6, i % 2 ? LossCheck::kBudgetMinLosses : LossCheck::kBudgetMinLosses - 1);
+			EXPECT_EQ(run_phase(check, host, 0, 0, 40, 3000, budget), LossDirective::Lossless) << "window " << i;
+		}
 	}
 	// A window shorter than a second is not weighed, and two losses are not a rate: on a path
 	// where a loss costs 100 ms they would cost 20 % of a second, but fewer than

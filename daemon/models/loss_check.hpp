@@ -59,8 +59,8 @@
 //      Linux then ran at 0.85 of C, lost 0.03-0.26 % per window and kept switching between
 //      verdicts, 0.74 of C; at 1 %, the same cell in session 15's run lost 0.5-0.85 % for
 //      ever, lossless at 0.80 of C against 0.86 for pace and floor by hand.)
-//   4. Floored (a lossless verdict ended by its timeouts or rare losses): the losses are real but rare (a
-//      trial of kTrialPhases phases saw none), so the key's phases run as the trial's did,
+//   4. Floored (a lossless verdict ended by its timeouts or rare losses): the losses are real
+//      but rare (a trial of kTrialPhases phases saw none), so the key's phases run as the trial's did,
 //      unpaced with the RTO floor: a tail loss then costs the floor, not the stock RTO, and the
 //      host sends in step with the other hosts of the collective, whose own verdicts may still
 //      be lossless. (A host that paces alone sets the pace of the whole all-to-all: every rank

@@ -707,10 +707,11 @@ TEST(ModelPlanner, TheHostsCountersOverrideALossVerdictTheyRefute)
 			EXPECT_GE(slack, 0);
 			const auto lost = static_cast<uint64_t>(std::ceil(share * (slack + 0.06) * 1e6 / 5000));
 			ASSERT_LT(lost, 200u) << "under the 1 % backstop";
-			if (share == 0.1)
+			if (share == 0.1) {
 				ASSERT_GE(lost, models::LossCheck::kBudgetMinLosses);
-			if (share == 0.04)
+			} else if (share == 0.04) {
 				ASSERT_LT(lost, models::LossCheck::kBudgetMinLosses);
+			}
 			for (int second = 0; second < 2; ++second) { // a rate, not a burst: two windows
 				host.segments_sent += 20000;
 				host.segments_retransmitted += lost;

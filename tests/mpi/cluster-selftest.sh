@@ -130,7 +130,10 @@ run_flavour() {
 		loop_at_least "$need_s" "$out"
 
 	# Longer run: look at the ranks' sockets from inside the hosts while it runs.
-	local before after size=262144 iters=30
+	# 60 all-to-alls: about 4 s for Open MPI on 2+2 hosts at 200 Mbit/s, time for several looks
+	# on a loaded machine (with 30, one clean-clone run in session 41 ended before any look saw
+	# host h1's connections).
+	local before after size=262144 iters=60
 	before=$(gp_cluster_stats)
 	out=$work/$mpi.long.json
 	gp_cluster_mpirun --mpi "$mpi" --timeout 300 -- "$program" --size "$size" --iters "$iters" \

@@ -48,6 +48,27 @@ bool symmetric_kind(uint32_t kind)
 	}
 }
 
+// The hosts of a phase, this one included: one for each address its peers are at, less those of
+// ranks on this host (a loopback address, or the one our end of the connection has). Ranks on
+// one host share its address, and its losses are that host's counters'.
+uint64_t hosts_of(std::span<const PlannedPeer> peers)
+{
+	auto on_this_host = [](const PlannedPeer &p) {
+		const Endpoint &r = p.remote;
+		if (r.family == AF_INET && r.address[0] == 127)
+			return true;
+		static constexpr std::array<uint8_t, 16> kIpv6Loopback{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+		if (r.family == AF_INET6 && r.address == kIpv6Loopback)
+			return true;
+		return p.local && p.local->family == r.family && p.local->address == r.address;
+	};
+	std::set<std::pair<int, std::array<uint8_t, 16>>> others;
+	for (const PlannedPeer &p : peers)
+		if (!on_this_host(p))
+			others.emplace(p.remote.family, p.remote.address);
+	return others.size() + 1;
+}
+
 // The share of a link direction that ACKs of the reverse direction's data take, relative to
 // that data: one ACK (a frame of the segment's wire bytes less its payload: headers and
 // framing) per `segments_per_ack` full segments: two with Linux's delayed ACK, one while a
@@ -494,6 +515,10 @@ Plan ModelPlanner::plan(const hint::Header &phase, std::span<const PlannedPeer> 
 		const double paced_us = candidates[static_cast<size_t>(model_kind)].predicted_us;
 		if (unpaced_us > 0 && std::isfinite(paced_us))
 			budget.paced_slack = std::max(0.0, paced_us / unpaced_us - 1);
+		// Each host's losses hold up every phase of a symmetric collective; a rooted one's
+		// flows all leave the root (or a tree's parent), whose counters see all its losses.
+		if (symmetric_kind(phase.kind))
+			budget.hosts = static_cast<double>(hosts_of(peers));
 	}
 	const models::LossDirective directive = loss_check_.begin(
 		key, remedied, model_phase_us, [this] { return read_counters(); }, budget, burst_fits_queue,
@@ -762,6 +787,7 @@ void ModelPlanner::describe(JsonWriter &j) const
 		j.field("presumed", s.presumed).field("floored", s.floored).field("floored_sent", s.floored_sent);
 		j.field("floored_lost", s.floored_lost).field("floored_timeouts", s.floored_timeouts);
 		j.field("recovery_us", s.budget.recovery_us).field("paced_slack", s.budget.paced_slack);
+		j.field("budget_hosts", s.budget.hosts);
 		j.end_object();
 	});
 	j.end_array();

@@ -275,7 +275,7 @@ const char *LossCheck::judge_losses(Entry &e, const HostTcpCounters &now)
 	if (const Losses window = losses(e.weighed, now, now); window.elapsed_us >= kBudgetWindowUs) {
 		e.weighed = now;
 		const bool over = b.recovery_us > 0 && window.lost >= kBudgetMinLosses &&
-				  static_cast<double>(window.lost) * b.recovery_us >
+				  static_cast<double>(window.lost) * b.recovery_us * std::max(1.0, b.hosts) >
 					  (std::max(0.0, b.paced_slack) + kPacingOverhead) * window.elapsed_us;
 		const bool sustained = over && e.over_budget;
 		e.over_budget = over;

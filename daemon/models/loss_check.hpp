@@ -38,8 +38,11 @@
 //      What losses cost: a segment lost without a timeout is recovered by a fast retransmit or
 //      a tail loss probe, about two round trips of a path whose queue is full (LossBudget::
 //      recovery_us), during which its phase waits. Over a window, lost x recovery_us is the
-//      time the host's flows spent recovering; the verdict ends when that is more than the
-//      share of the elapsed time the models' paced plan would add to the unpaced phase
+//      time the host's flows spent recovering, and a phase waits for the slowest host: in a
+//      symmetric collective every other host is presumed to lose alike (LossBudget::hosts), so
+//      the collective's phases spend up to hosts x lost x recovery_us recovering; the verdict
+//      ends when that is more than the share of the elapsed time the models' paced plan would
+//      add to the unpaced phase
 //      (LossBudget::paced_slack; 0 where the bottleneck limits both) plus kPacingOverhead,
 //      in two consecutive windows of at least kBudgetWindowUs each, with at least
 //      kBudgetMinLosses losses: a rate is not judged from one event, nor from one burst (8+8
@@ -128,6 +131,10 @@ struct LossBudget {
 	// The models' paced plan's predicted phase time over the unpaced phase's without a loss,
 	// less 1 (0.11: pacing adds 11 %; 0 where the bottleneck limits both).
 	double paced_slack = 0;
+	// The hosts whose losses the key's phases wait for, this one included: every host of a
+	// symmetric collective, 1 for a rooted one. A host sees only its own losses, and presumes
+	// that each of the others loses alike: a phase waits for the slowest of them (3.).
+	double hosts = 1;
 };
 
 // The timeouts between two readings that lost something: less the spurious ones, and never more

@@ -252,6 +252,30 @@ TEST(LossCheck, LossesThatCostMoreThanPacingEndAVerdict)
 			EXPECT_EQ(run_phase(check, host, 0, 0, 40, 3000, budget), LossDirective::Floored) << "window " << i;
 		}
 	}
+	// The same 15 losses a second on one of two hosts of a symmetric collective: the other is
+	// presumed to lose alike, and each phase waits for both, 150 ms of each second against
+	// pacing's 100 ms. Paced, as the models say, after the same two windows.
+	{
+		const LossBudget two_hosts{kFloorUs, 5000, 0.05, 2};
+		LossCheck check(4);
+		Host host;
+		lossless(check, host);
+		host.phase(5000, 1e6, 15);
+		EXPECT_EQ(run_phase(check, host, 0, 0, 40, 3000, two_hosts), LossDirective::Lossless) << "one window";
+		host.phase(5000, 1e6, 15);
+		EXPECT_EQ(run_phase(check, host, 0, 0, 40, 3000, two_hosts), LossDirective::Model) << "two windows";
+		EXPECT_STREQ(check.state(kKey)->last_failure, "recovery");
+		// Fewer than kBudgetMinLosses a second stay a matter of one event each, however many
+		// hosts there are.
+		const LossBudget many_hosts{kFloorUs, 5000, 0.05, 1000};
+		LossCheck few(4);
+		Host quiet;
+		lossless(few, quiet);
+		for (int i = 0; i < 4; ++i) {
+			quiet.phase(5000, 1e6, 2);
+			EXPECT_EQ(run_phase(few, quiet, 0, 0, 40, 3000, many_hosts), LossDirective::Lossless) << "window " << i;
+		}
+	}
 	// Pacing the models find free (the bottleneck limits the phase either way) is worth them:
 	// 75 ms > 50 ms, twice. That comes before the floor.
 	{

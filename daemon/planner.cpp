@@ -50,7 +50,7 @@ bool symmetric_kind(uint32_t kind)
 
 // The hosts of a phase, this one included: one for each address its peers are at, less those of
 // ranks on this host (a loopback address, or the one our end of the connection has). Ranks on
-// one host share its address, and its losses are that host's counters'.
+// one host share its address and its TCP counters.
 uint64_t hosts_of(std::span<const PlannedPeer> peers)
 {
 	auto on_this_host = [](const PlannedPeer &p) {

@@ -2,6 +2,8 @@
 // verdict"). The counters here stand for the host's /proc/net/snmp and /proc/net/netstat.
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include "loss_check.hpp"
 
 namespace gp::models {
@@ -210,17 +212,28 @@ TEST(LossCheck, LossesThatCostMoreThanPacingEndAVerdict)
 			run_phase(check, host, 0, 0, 40, 3000, budget);
 		ASSERT_EQ(check.state(kKey)->stage, LossStage::Lossless);
 	};
+	// Two windows of a second, each with `lost` of 5000 segments: the directive after each.
+	auto two_windows = [&](LossCheck &check, Host &host, const LossBudget &b, uint64_t lost) {
+		std::array<LossDirective, 2> after{};
+		for (LossDirective &d : after) {
+			host.phase(5000, 1e6, lost);
+			d = run_phase(check, host, 0, 0, 40, 3000, b);
+		}
+		return after;
+	};
 	// 0.5 % of 5000 segments a second: 25 losses x 5 ms = 125 ms of each second, more than the
 	// 100 ms pacing would cost. (Session 15's 4+4 4 KB cell lost 0.5-0.85 %.) The first such
 	// second could be a burst; the second makes it a rate.
-	{
+	// And 15 losses a second on one of two hosts of a symmetric collective: the other is
+	// presumed to lose alike, and each phase waits for both, 150 ms of each second.
+	const LossBudget two_hosts{kFloorUs, 5000, 0.05, 2};
+	for (const auto &[b, lost] : {std::pair{budget, uint64_t{25}}, std::pair{two_hosts, uint64_t{15}}}) {
 		LossCheck check(4);
 		Host host;
 		lossless(check, host);
-		host.phase(5000, 1e6, 25);
-		EXPECT_EQ(run_phase(check, host, 0, 0, 40, 3000, budget), LossDirective::Lossless) << "one window";
-		host.phase(5000, 1e6, 25);
-		EXPECT_EQ(run_phase(check, host, 0, 0, 40, 3000, budget), LossDirective::Model) << "two windows";
+		const auto after = two_windows(check, host, b, lost);
+		EXPECT_EQ(after[0], LossDirective::Lossless) << lost << " lost: one window";
+		EXPECT_EQ(after[1], LossDirective::Model) << lost << " lost: two windows";
 		EXPECT_EQ(check.state(kKey)->stage, LossStage::Lossy);
 		EXPECT_STREQ(check.state(kKey)->last_failure, "recovery");
 		EXPECT_EQ(check.state(kKey)->failures, 1u);
@@ -242,38 +255,25 @@ TEST(LossCheck, LossesThatCostMoreThanPacingEndAVerdict)
 		LossCheck check(4);
 		Host host;
 		lossless(check, host);
-		host.phase(5000, 1e6, 15);
-		EXPECT_EQ(run_phase(check, host, 0, 0, 40, 3000, budget), LossDirective::Lossless);
-		host.phase(5000, 1e6, 15);
-		EXPECT_EQ(run_phase(check, host, 0, 0, 40, 3000, budget), LossDirective::Floored);
+		const auto after = two_windows(check, host, budget, 15);
+		EXPECT_EQ(after[0], LossDirective::Lossless);
+		EXPECT_EQ(after[1], LossDirective::Floored);
 		EXPECT_STREQ(check.state(kKey)->last_failure, "rare losses");
 		for (int i = 0; i < 3; ++i) {
 			host.phase(5000, 1e6, 15);
 			EXPECT_EQ(run_phase(check, host, 0, 0, 40, 3000, budget), LossDirective::Floored) << "window " << i;
 		}
 	}
-	// The same 15 losses a second on one of two hosts of a symmetric collective: the other is
-	// presumed to lose alike, and each phase waits for both, 150 ms of each second against
-	// pacing's 100 ms. Paced, as the models say, after the same two windows.
+	// Fewer than kBudgetMinLosses a second stay a matter of one event each, however many hosts
+	// there are.
 	{
-		const LossBudget two_hosts{kFloorUs, 5000, 0.05, 2};
+		const LossBudget many_hosts{kFloorUs, 5000, 0.05, 1000};
 		LossCheck check(4);
 		Host host;
 		lossless(check, host);
-		host.phase(5000, 1e6, 15);
-		EXPECT_EQ(run_phase(check, host, 0, 0, 40, 3000, two_hosts), LossDirective::Lossless) << "one window";
-		host.phase(5000, 1e6, 15);
-		EXPECT_EQ(run_phase(check, host, 0, 0, 40, 3000, two_hosts), LossDirective::Model) << "two windows";
-		EXPECT_STREQ(check.state(kKey)->last_failure, "recovery");
-		// Fewer than kBudgetMinLosses a second stay a matter of one event each, however many
-		// hosts there are.
-		const LossBudget many_hosts{kFloorUs, 5000, 0.05, 1000};
-		LossCheck few(4);
-		Host quiet;
-		lossless(few, quiet);
 		for (int i = 0; i < 4; ++i) {
-			quiet.phase(5000, 1e6, 2);
-			EXPECT_EQ(run_phase(few, quiet, 0, 0, 40, 3000, many_hosts), LossDirective::Lossless) << "window " << i;
+			host.phase(5000, 1e6, LossCheck::kBudgetMinLosses - 1);
+			EXPECT_EQ(run_phase(check, host, 0, 0, 40, 3000, many_hosts), LossDirective::Lossless) << "window " << i;
 		}
 	}
 	// Pacing the models find free (the bottleneck limits the phase either way) is worth them:
@@ -283,10 +283,9 @@ TEST(LossCheck, LossesThatCostMoreThanPacingEndAVerdict)
 		LossCheck check(4);
 		Host host;
 		lossless(check, host);
-		host.phase(5000, 1e6, 15);
-		EXPECT_EQ(run_phase(check, host, 0, 0, 40, 3000, free_pacing), LossDirective::Lossless);
-		host.phase(5000, 1e6, 15);
-		EXPECT_EQ(run_phase(check, host, 0, 0, 40, 3000, free_pacing), LossDirective::Model);
+		const auto after = two_windows(check, host, free_pacing, 15);
+		EXPECT_EQ(after[0], LossDirective::Lossless);
+		EXPECT_EQ(after[1], LossDirective::Model);
 		EXPECT_STREQ(check.state(kKey)->last_failure, "recovery");
 	}
 	// Fewer than kBudgetMinLosses in a second, or that many in seconds apart, stay lossless
